@@ -1,0 +1,11 @@
+"""robustream: online linear classification that stays accurate when labels are wrong.
+
+Public API: :class:`RGDSVC` (scikit-learn batch estimator), :mod:`robustream.solver`,
+:class:`robustream.sketch.JLSketch`, :mod:`robustream.datasets`.
+"""
+
+from .batch import RGDSVC
+from .sketch import JLSketch
+
+__version__ = "0.1.0"
+__all__ = ["RGDSVC", "JLSketch", "__version__"]

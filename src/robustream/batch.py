@@ -1,0 +1,252 @@
+"""RGDSVC: the RGD-tree SVM with outliers as a scikit-learn estimator."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .sketch import SKETCH_KINDS, JLSketch
+from .solver import POLISH_MODES, per_class_outlier_fractions, solve
+
+AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+
+
+class RGDSVC(ClassifierMixin, BaseEstimator):
+    """Linear SVM with explicit outlier removal: RGD-tree search, convex polish, trim and refit.
+
+    Parameters
+    ----------
+    outlier_fraction : float, (float, float) or "auto", default=0.2
+        A float is the assumed share of wrong labels; it becomes per-class fractions through the
+        uniform-flip model (see :func:`robustream.solver.per_class_outlier_fractions`). A pair is
+        (fraction of the positive class ``classes_[1]``, fraction of the negative class).
+        ``"auto"`` picks the float from ``AUTO_FRACTIONS`` by accuracy on an internal 25% holdout
+        of the (noisy) training labels, then refits on all rows; the pick is ``outlier_fraction_``.
+    polish : {"soft", "hard", "auto"}, default="soft"
+        Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
+        coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are
+        separable, soft otherwise.
+    nu : float, default=0.3
+        Reduced-hull parameter of the soft polish (nu-SVM's nu), in (0, 1].
+    sketch : str, default="achlioptas"
+        JL sketch kind used when ``sketch_dim`` is set: gaussian, achlioptas, srht or hashed.
+    sketch_dim : int, "auto" or None, default=None
+        Dimension of the sketch the RGD-tree runs on (the polish runs in full dimension,
+        warm-started from the mapped-back sketch solution). ``"auto"`` sketches to 128 when
+        d > 512, None never sketches.
+    tree_height, level_width, boosting_rounds : int, default=6, 10, 3
+        RGD-tree height h, nodes kept per level L, and re-rooting rounds.
+    delta, mu : float, default=0.5, 0.1
+        Candidate-set slack (1 + delta) and failure probability; children per node are
+        ``(1 + 1/delta)^2 ln(h/mu)``.
+    refit_rounds : int, default=5
+        Trim-and-refit rounds after the first polish (stops early when the outliers are stable).
+    tol : float, default=1e-3
+        Relative epsilon of the polish (JL paper, Definition 5) and of the boosting test.
+    random_state : int, RandomState or None, default=None
+        Seed of the tree's sampling and of the sketch.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray
+    outlier_mask_ : ndarray of bool, shape (n_samples,)
+        Training rows discarded as outliers (for one-vs-rest: by the model of their own label).
+    margin_width_ : float or ndarray
+        Width of the slab between the inliers of the two classes along ``coef_`` (negative when
+        they overlap), per one-vs-rest model for more than two classes.
+    outlier_fraction_ : float or tuple
+        The outlier fraction used (the pick of ``"auto"``).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from robustream import RGDSVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.r_[rng.normal(2, 1, (100, 3)), rng.normal(-2, 1, (100, 3))]
+    >>> y = np.r_[np.ones(100), np.zeros(100)].astype(int)
+    >>> y_noisy = y.copy(); y_noisy[:15] = 0          # 15 wrong labels
+    >>> clf = RGDSVC(outlier_fraction=0.1, random_state=0).fit(X, y_noisy)
+    >>> clf.score(X, y) > 0.95
+    True
+    >>> int(clf.outlier_mask_[:15].sum()) >= 12
+    True
+    """
+
+    def __init__(
+        self,
+        outlier_fraction: float | tuple[float, float] | str = 0.2,
+        polish: str = "soft",
+        nu: float = 0.3,
+        sketch: str = "achlioptas",
+        sketch_dim: int | str | None = None,
+        tree_height: int = 6,
+        level_width: int = 10,
+        boosting_rounds: int = 3,
+        delta: float = 0.5,
+        mu: float = 0.1,
+        refit_rounds: int = 5,
+        tol: float = 1e-3,
+        random_state: Any = None,
+    ):
+        self.outlier_fraction = outlier_fraction
+        self.polish = polish
+        self.nu = nu
+        self.sketch = sketch
+        self.sketch_dim = sketch_dim
+        self.tree_height = tree_height
+        self.level_width = level_width
+        self.boosting_rounds = boosting_rounds
+        self.delta = delta
+        self.mu = mu
+        self.refit_rounds = refit_rounds
+        self.tol = tol
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- validation ---------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        of = self.outlier_fraction
+        if isinstance(of, str):
+            if of != "auto":
+                raise ValueError(f"outlier_fraction must be a float, a pair or 'auto', got {of!r}")
+        elif isinstance(of, numbers.Real):
+            if not 0.0 <= of < 0.5:
+                raise ValueError(f"outlier_fraction must be in [0, 0.5), got {of!r}")
+        else:
+            pair = tuple(of)
+            if len(pair) != 2 or not all(isinstance(v, numbers.Real) and 0.0 <= v < 1.0 for v in pair):
+                raise ValueError(f"outlier_fraction pair must be two floats in [0, 1), got {of!r}")
+        if self.polish not in POLISH_MODES:
+            raise ValueError(f"polish must be one of {POLISH_MODES}, got {self.polish!r}")
+        if not (isinstance(self.nu, numbers.Real) and 0.0 < self.nu <= 1.0):
+            raise ValueError(f"nu must be in (0, 1], got {self.nu!r}")
+        if self.sketch not in SKETCH_KINDS:
+            raise ValueError(f"sketch must be one of {SKETCH_KINDS}, got {self.sketch!r}")
+        sd = self.sketch_dim
+        if not (sd is None or sd == "auto" or (isinstance(sd, numbers.Integral) and sd >= 1)):
+            raise ValueError(f"sketch_dim must be a positive int, 'auto' or None, got {sd!r}")
+        for name in ("tree_height", "level_width", "boosting_rounds"):
+            v = getattr(self, name)
+            if not (isinstance(v, numbers.Integral) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (isinstance(self.refit_rounds, numbers.Integral) and self.refit_rounds >= 0):
+            raise ValueError(f"refit_rounds must be a non-negative integer, got {self.refit_rounds!r}")
+        if not 0.0 < self.delta:
+            raise ValueError(f"delta must be positive, got {self.delta!r}")
+        if not 0.0 < self.mu < 1.0:
+            raise ValueError(f"mu must be in (0, 1), got {self.mu!r}")
+        if not 0.0 < self.tol < 1.0:
+            raise ValueError(f"tol must be in (0, 1), got {self.tol!r}")
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, X, y) -> "RGDSVC":
+        """Fit on rows ``X`` (dense or sparse) with possibly wrong labels ``y``."""
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if self.classes_.size < 2:
+            raise ValueError(f"RGDSVC needs samples of at least 2 classes; got 1 class: {self.classes_[0]!r}")
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        if self.outlier_fraction == "auto":
+            self.outlier_fraction_, self.auto_scores_ = self._pick_outlier_fraction(X, y, seed)
+        else:
+            self.outlier_fraction_ = self.outlier_fraction
+        self._fit_models(X, y, self.outlier_fraction_, seed)
+        return self
+
+    def _sketch_for(self, n_features: int, seed: int) -> JLSketch | None:
+        k = self.sketch_dim
+        if k == "auto":
+            k = 128 if n_features > 512 else None
+        if k is None:
+            return None
+        if self.sketch == "srht":
+            k = min(int(k), 1 << int(np.ceil(np.log2(max(n_features, 1)))))
+        return JLSketch(int(k), self.sketch, seed, hash_nnz=min(4, int(k)))
+
+    def _binary_problems(self, y):
+        if self.classes_.size == 2:
+            return [np.where(y == self.classes_[1], 1.0, -1.0)]
+        return [np.where(y == c, 1.0, -1.0) for c in self.classes_]
+
+    def _fit_models(self, X, y, outlier_fraction, seed) -> None:
+        coefs, intercepts, widths = [], [], []
+        outlier_mask = np.zeros(X.shape[0], dtype=bool)
+        self.solutions_ = []
+        for k, y_pm in enumerate(self._binary_problems(y)):
+            n_pos = int((y_pm > 0).sum())
+            if isinstance(outlier_fraction, numbers.Real):
+                fractions = per_class_outlier_fractions(float(outlier_fraction), n_pos, y_pm.size - n_pos)
+            else:
+                fractions = tuple(float(v) for v in outlier_fraction)
+            sol = solve(
+                X, y_pm,
+                outlier_fraction=fractions, polish=self.polish, nu=self.nu,
+                sketch=self._sketch_for(X.shape[1], seed + k),
+                tree_height=self.tree_height, level_width=self.level_width,
+                boosting_rounds=self.boosting_rounds, delta=self.delta, mu=self.mu,
+                refit_rounds=self.refit_rounds, tol=self.tol, seed=seed + k,
+            )  # fmt: skip
+            coefs.append(sol.coef)
+            intercepts.append(sol.intercept)
+            widths.append(sol.margin_width)
+            if self.classes_.size == 2:
+                outlier_mask = sol.outlier_mask
+            else:
+                outlier_mask |= sol.outlier_mask & (y_pm > 0)
+            self.solutions_.append(sol)
+        self.coef_ = np.vstack(coefs)
+        self.intercept_ = np.asarray(intercepts)
+        self.outlier_mask_ = outlier_mask
+        self.margin_width_ = widths[0] if len(widths) == 1 else np.asarray(widths)
+
+    def _pick_outlier_fraction(self, X, y, seed):
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(X.shape[0])
+        n_hold = max(1, X.shape[0] // 4)
+        hold, train = order[:n_hold], order[n_hold:]
+        scores = {}
+        if np.unique(y[train]).size != self.classes_.size:
+            return 0.2, scores
+        probe = self.__class__(**self.get_params())
+        probe.classes_ = self.classes_
+        for r in AUTO_FRACTIONS:
+            probe._fit_models(X[train], y[train], r, seed)
+            scores[r] = float(np.mean(probe._predict(X[hold]) == y[hold]))
+        best = max(scores.values())
+        return min(r for r, s in scores.items() if s == best), scores
+
+    # -- prediction -----------------------------------------------------------------------------
+    def decision_function(self, X) -> np.ndarray:
+        """Signed distance-like score ``X @ coef_.T + intercept_`` ((n,) for two classes)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        return scores.ravel() if self.classes_.size == 2 else scores
+
+    def _predict(self, X) -> np.ndarray:
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        if self.classes_.size == 2:
+            return self.classes_[(scores.ravel() > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return self._predict(X)

@@ -1,0 +1,193 @@
+"""Johnson-Lindenstrauss sketches of rows: gaussian, achlioptas, srht and hashed.
+
+Every sketch is linear, ``f(sum c_i x_i) = sum c_i f(x_i)``, which is what lets a solution found
+on the sketch (a convex combination of sketched rows) be mapped back to full dimension with the
+same coefficients over the original rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Hashable, Mapping
+
+import numpy as np
+import scipy.sparse as sp
+
+from .kernels import jl
+
+SKETCH_KINDS = ("gaussian", "achlioptas", "srht", "hashed")
+
+
+class JLSketch:
+    """A seeded JL transform from d (or an open set of feature keys) to ``sketch_dim`` dimensions.
+
+    Parameters
+    ----------
+    sketch_dim
+        Target dimension k.
+    kind
+        ``"gaussian"`` (N(0, 1/k) entries), ``"achlioptas"`` (sqrt(3/k) * {+1, 0, -1} with
+        probabilities 1/6, 2/3, 1/6; the JL paper's "binary" transform), ``"srht"`` (subsampled
+        randomized Hadamard transform, O(d log d) per dense row) or ``"hashed"`` (each feature key
+        adds +-1/sqrt(hash_nnz) to ``hash_nnz`` coordinates chosen by a keyed BLAKE2b hash of the
+        key, so no fixed d is needed and the sketch is identical on every platform and run).
+    seed
+        Seed of the random projection (not used by the hash beyond keying it).
+    hash_nnz
+        Non-zeros per feature for the hashed sketch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sk = JLSketch(sketch_dim=8, kind="hashed", seed=1)
+    >>> X = np.eye(3)
+    >>> Z = sk.transform(X)
+    >>> Z.shape
+    (3, 8)
+    >>> bool(np.allclose(sk.transform_one({0: 1.0}), Z[0]))
+    True
+    """
+
+    def __init__(self, sketch_dim: int = 64, kind: str = "achlioptas", seed: int = 0, hash_nnz: int = 4):
+        self.sketch_dim = sketch_dim
+        self.kind = kind
+        self.seed = seed
+        self.hash_nnz = hash_nnz
+        self._validate()
+        self.n_features_: int | None = None
+        self._projection: np.ndarray | None = None
+        self._srht_signs: np.ndarray | None = None
+        self._srht_sample: np.ndarray | None = None
+        self._hash_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _validate(self) -> None:
+        if self.kind not in SKETCH_KINDS:
+            raise ValueError(f"sketch kind must be one of {SKETCH_KINDS}, got {self.kind!r}")
+        if not isinstance(self.sketch_dim, (int, np.integer)) or self.sketch_dim < 1:
+            raise ValueError(f"sketch_dim must be a positive integer, got {self.sketch_dim!r}")
+        if not isinstance(self.hash_nnz, (int, np.integer)) or not 1 <= self.hash_nnz <= self.sketch_dim:
+            raise ValueError(f"hash_nnz must be an integer in [1, sketch_dim], got {self.hash_nnz!r}")
+
+    # -- construction -------------------------------------------------------------------------
+    def fit(self, n_features: int) -> "JLSketch":
+        """Draw the projection for ``n_features`` input columns (the hashed kind needs none)."""
+        k = int(self.sketch_dim)
+        self.n_features_ = int(n_features)
+        if self.kind == "hashed":
+            return self
+        rng = np.random.default_rng(self.seed)
+        d = self.n_features_
+        if self.kind == "gaussian":
+            self._projection = rng.standard_normal((d, k)) / np.sqrt(k)
+        elif self.kind == "achlioptas":
+            u = rng.random((d, k))
+            self._projection = np.sqrt(3.0 / k) * ((u < 1.0 / 6.0).astype(np.float64) - (u > 5.0 / 6.0))
+        else:  # srht
+            D = 1 << max(0, int(np.ceil(np.log2(max(d, 1)))))
+            if k > D:
+                raise ValueError(f"srht needs sketch_dim <= {D} (the padded dimension), got {k}")
+            self._srht_signs = np.where(rng.random(D) < 0.5, -1.0, 1.0)
+            self._srht_sample = np.sort(rng.choice(D, size=k, replace=False)).astype(np.int64)
+        return self
+
+    def feature_hash(self, key: Hashable) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and signs of one feature key in the hashed sketch (keys are compared as str)."""
+        name = str(key)
+        hit = self._hash_cache.get(name)
+        if hit is not None:
+            return hit
+        s = int(self.hash_nnz)
+        digest = hashlib.blake2b(
+            name.encode("utf-8"), digest_size=8 * s, key=int(self.seed).to_bytes(8, "little", signed=True)
+        ).digest()
+        words = np.frombuffer(digest, dtype="<u8")
+        positions = (words % np.uint64(self.sketch_dim)).astype(np.int64)
+        signs = np.where((words >> np.uint64(63)) == 1, -1.0, 1.0)
+        if len(self._hash_cache) >= 1 << 16:  # bounded: an open key set must not grow memory
+            self._hash_cache.clear()
+        self._hash_cache[name] = (positions, signs)
+        return positions, signs
+
+    def _hash_table(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        pos = np.empty((n_features, self.hash_nnz), dtype=np.int64)
+        sgn = np.empty((n_features, self.hash_nnz))
+        for j in range(n_features):
+            pos[j], sgn[j] = self.feature_hash(j)
+        return pos, sgn
+
+    # -- application --------------------------------------------------------------------------
+    def transform(self, X: Any) -> np.ndarray:
+        """Sketch the rows of a dense array or scipy.sparse matrix; returns a dense (n, k) array."""
+        sparse = sp.issparse(X)
+        if sparse:
+            X = sp.csr_matrix(X, dtype=np.float64)
+            X.sum_duplicates()
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D, got shape {X.shape}")
+        d = X.shape[1]
+        if self.kind != "hashed":
+            if self.n_features_ is None:
+                self.fit(d)
+            elif d != self.n_features_:
+                raise ValueError(f"X has {d} features, the sketch was drawn for {self.n_features_}")
+        k = int(self.sketch_dim)
+        if self.kind == "hashed":
+            pos, sgn = self._hash_table(d)
+            scale = 1.0 / np.sqrt(self.hash_nnz)
+            if sparse:
+                return jl.hashed_csr_rows(X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64), pos, sgn, k, scale)
+            csr = sp.csr_matrix(X)
+            return jl.hashed_csr_rows(csr.data, csr.indices.astype(np.int64), csr.indptr.astype(np.int64), pos, sgn, k, scale)
+        if self.kind == "srht":
+            if sparse:
+                return jl.srht_csr_rows(
+                    X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64), self._srht_signs, self._srht_sample
+                )
+            return jl.srht_rows(X, self._srht_signs, self._srht_sample)
+        if sparse:
+            return jl.csr_times_dense(X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64), self._projection)
+        return X @ self._projection
+
+    def transform_one(self, x: Mapping[Hashable, float]) -> np.ndarray:
+        """Sketch one dict row. Hashed: any keys; other kinds: integer keys below ``n_features_``."""
+        k = int(self.sketch_dim)
+        out = np.zeros(k)
+        if self.kind == "hashed":
+            scale = 1.0 / np.sqrt(self.hash_nnz)
+            for key, value in x.items():
+                if value:
+                    pos, sgn = self.feature_hash(key)
+                    np.add.at(out, pos, value * scale * sgn)
+            return out
+        if self.n_features_ is None:
+            raise ValueError(f"a {self.kind!r} sketch needs fit(n_features) before transform_one")
+        if not all(isinstance(key, (int, np.integer)) and 0 <= key < self.n_features_ for key in x):
+            raise ValueError(
+                f"feature keys must be integers in [0, {self.n_features_}) for a {self.kind!r} sketch; "
+                "use kind='hashed' for named or open-ended features"
+            )
+        cols = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
+        vals = np.fromiter(x.values(), dtype=np.float64, count=len(x))
+        row = sp.csr_matrix((vals, cols, [0, cols.size]), shape=(1, self.n_features_))
+        return self.transform(row)[0]
+
+    # -- state ----------------------------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """Plain parameters that rebuild the identical sketch (the projection is re-drawn from the seed)."""
+        return {
+            "sketch_dim": int(self.sketch_dim),
+            "kind": self.kind,
+            "seed": int(self.seed),
+            "hash_nnz": int(self.hash_nnz),
+            "n_features": self.n_features_,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "JLSketch":
+        """Inverse of :meth:`get_state`."""
+        sk = cls(state["sketch_dim"], state["kind"], state["seed"], state["hash_nnz"])
+        if state.get("n_features") is not None:
+            sk.fit(state["n_features"])
+        return sk

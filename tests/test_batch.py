@@ -1,0 +1,101 @@
+"""RGDSVC: scikit-learn conformance, determinism, multi-class, sparse input, parameter errors."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from robustream import RGDSVC
+from robustream.datasets import make_gaussian_classes, noisy_split
+
+# check_array_api_input is skipped by scikit-learn itself unless SCIPY_ARRAY_API=1 and
+# array-api-compat are installed; RGDSVC converts every input to NumPy float64 anyway.
+
+
+@parametrize_with_checks([RGDSVC(random_state=0), RGDSVC(polish="hard", sketch_dim=2, random_state=0)])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def _noisy_problem(seed=0, flip=0.15, d=20):
+    X, y = make_gaussian_classes((300, 500), d=d, seed=seed)
+    return noisy_split(X, y, flip=flip, seed=seed)
+
+
+def test_same_random_state_gives_identical_model():
+    s = _noisy_problem()
+    a = RGDSVC(random_state=7).fit(s.X_train, s.y_train)
+    b = RGDSVC(random_state=7).fit(s.X_train, s.y_train)
+    assert np.array_equal(a.coef_, b.coef_) and np.array_equal(a.intercept_, b.intercept_)
+    assert np.array_equal(a.outlier_mask_, b.outlier_mask_)
+
+
+def test_beats_chance_by_far_and_flags_the_flipped_rows():
+    s = _noisy_problem(seed=1)
+    clf = RGDSVC(outlier_fraction=0.2, random_state=0).fit(s.X_train, s.y_train)
+    assert clf.score(s.X_test, s.y_test) > 0.95
+    # most flipped rows are among the discarded ones
+    assert clf.outlier_mask_[s.flipped_train].mean() > 0.8
+    assert clf.coef_.shape == (1, s.X_train.shape[1]) and clf.intercept_.shape == (1,)
+    assert np.isfinite(clf.margin_width_)
+
+
+def test_sparse_input_matches_dense():
+    s = _noisy_problem(seed=2, d=10)
+    a = RGDSVC(random_state=0).fit(s.X_train, s.y_train)
+    b = RGDSVC(random_state=0).fit(sp.csr_matrix(s.X_train), s.y_train)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-8)
+    assert np.array_equal(a.predict(s.X_test), b.predict(sp.csr_matrix(s.X_test)))
+
+
+def test_one_vs_rest_multiclass_with_string_labels():
+    rng = np.random.default_rng(0)
+    centers = np.array([[4, 0], [-4, 0], [0, 4]])
+    X = np.vstack([rng.normal(c, 1.0, (80, 2)) for c in centers])
+    names = np.array(["ant", "bee", "cat"])
+    y = np.repeat(names, 80)
+    y_noisy = y.copy()
+    flip = rng.choice(y.size, 24, replace=False)
+    y_noisy[flip] = names[(np.searchsorted(names, y[flip]) + 1) % 3]
+    clf = RGDSVC(outlier_fraction=0.15, random_state=0).fit(X, y_noisy)
+    assert list(clf.classes_) == list(names)
+    assert clf.coef_.shape == (3, 2) and clf.decision_function(X).shape == (240, 3)
+    assert np.mean(clf.predict(X) == y) > 0.95
+    assert clf.outlier_mask_[flip].mean() > 0.7
+
+
+def test_auto_outlier_fraction_picks_from_the_grid():
+    s = _noisy_problem(seed=3)
+    clf = RGDSVC(outlier_fraction="auto", random_state=0).fit(s.X_train, s.y_train)
+    assert clf.outlier_fraction_ in (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+    assert set(clf.auto_scores_) == {0.05, 0.10, 0.15, 0.20, 0.25, 0.30}
+    assert clf.score(s.X_test, s.y_test) > 0.95
+
+
+def test_sketched_fit_on_wide_data():
+    X, y = make_gaussian_classes((1000, 1000), d=600, seed=4)
+    s = noisy_split(X, y, flip=0.15, seed=4)
+    full = RGDSVC(random_state=0).fit(s.X_train, s.y_train).score(s.X_test, s.y_test)
+    clf = RGDSVC(sketch_dim=64, random_state=0).fit(s.X_train, s.y_train)
+    assert clf.coef_.shape == (1, 600)
+    assert clf.score(s.X_test, s.y_test) > max(0.9, full - 0.02)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"outlier_fraction": 0.7}, "outlier_fraction"),
+        ({"outlier_fraction": "most"}, "outlier_fraction"),
+        ({"outlier_fraction": (0.1, 0.2, 0.3)}, "outlier_fraction pair"),
+        ({"polish": "shiny"}, "polish"),
+        ({"nu": 0.0}, "nu"),
+        ({"sketch": "fourier"}, "sketch"),
+        ({"sketch_dim": 0}, "sketch_dim"),
+        ({"tree_height": 0}, "tree_height"),
+        ({"mu": 1.5}, "mu"),
+    ],
+)
+def test_bad_parameters_name_the_parameter(params, match):
+    X, y = make_gaussian_classes((20, 20), d=3, seed=0)
+    with pytest.raises(ValueError, match=match):
+        RGDSVC(**params).fit(X, y)

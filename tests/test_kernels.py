@@ -1,0 +1,153 @@
+"""Every numba kernel equals its NumPy reference (run once more with NUMBA_DISABLE_JIT=1 in CI)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from robustream.kernels import gilbert as G
+from robustream.kernels import jl
+from robustream.kernels import rgd_tree as T
+from robustream.kernels import selection as S
+
+finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.integers(1, 60), elements=finite), st.data())
+def test_kth_smallest_matches_partition(values, data):
+    k = data.draw(st.integers(0, values.size - 1))
+    before = values.copy()
+    assert S.kth_smallest(values, k) == S.kth_smallest_reference(values, k)
+    assert np.array_equal(values, before)  # input untouched
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.integers(1, 60), elements=st.integers(-5, 5).map(float)), st.data())
+def test_smallest_k_indices_with_ties(values, data):
+    k = data.draw(st.integers(1, values.size))
+    got = S.smallest_k_indices(values, k)
+    assert np.array_equal(got, S.smallest_k_indices_reference(values, k))
+    assert got.size == k
+    assert values[got].max() <= np.partition(values, k - 1)[k - 1]
+
+
+def test_trimmed_widths_matches_reference():
+    rng = np.random.default_rng(0)
+    pp, pq = rng.normal(size=(7, 31)), rng.normal(size=(7, 19))
+    norms = rng.uniform(0.5, 2.0, 7)
+    norms[3] = 0.0
+    for kp, kq in [(0, 0), (3, 2), (30, 18)]:
+        got = S.trimmed_widths(pp, pq, kp, kq, norms)
+        want = S.trimmed_widths_reference(pp, pq, kp, kq, norms)
+        assert np.array_equal(got, want)
+    assert got[3] == -np.inf
+
+
+def _two_classes(rng, n=60, d=5, shift=2.0):
+    X = np.r_[rng.normal(shift, 1, (n // 2, d)), rng.normal(-shift, 1, (n - n // 2, d))]
+    sign = np.r_[np.ones(n // 2), -np.ones(n - n // 2)]
+    coef = np.where(sign > 0, 1.0 / (n // 2), 1.0 / (n - n // 2))
+    return X, sign, coef
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_gilbert_matches_reference(seed):
+    X, sign, coef = _two_classes(np.random.default_rng(seed), shift=0.8)
+    a = G.gilbert(X, sign, coef, 1e-4, 300)
+    b = G.gilbert_reference(X, sign, coef, 1e-4, 300)
+    assert a[1] == b[1] and a[2] == b[2]
+    np.testing.assert_allclose(a[0], b[0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("soft", [False, True])
+def test_mdm_matches_reference(seed, soft):
+    X, sign, coef = _two_classes(np.random.default_rng(seed), shift=1.0)
+    cap = np.full(sign.size, 1.0 / (0.3 * 30) if soft else 1.0)
+    # step for step over the first steps (later steps may break near-ties differently, since
+    # BLAS and the kernel sum in different orders) ...
+    a = G.mdm(X, sign, coef, cap, 1e-9, 40)
+    b = G.mdm_reference(X, sign, coef, cap, 1e-9, 40)
+    assert a[1] == b[1]
+    np.testing.assert_allclose(a[0], b[0], rtol=0, atol=1e-10)
+    # ... and the same optimum at convergence
+    a = G.mdm(X, sign, coef, cap, 1e-7, 100_000)
+    b = G.mdm_reference(X, sign, coef, cap, 1e-7, 100_000)
+    assert a[2] and b[2]
+    wa, wb = X.T @ (sign * a[0]), X.T @ (sign * b[0])
+    assert np.linalg.norm(wa) == pytest.approx(np.linalg.norm(wb), rel=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mdm_gram_matches_reference(seed):
+    X, sign, coef = _two_classes(np.random.default_rng(seed), shift=1.0)
+    K = X @ X.T
+    g = sign * (K @ (sign * coef))
+    ww = float((sign * coef) @ K @ (sign * coef))
+    cap = np.full(sign.size, 0.1)
+    a = G.mdm_gram(K, g, sign, coef, cap, ww, 1e-9 * ww, 40)
+    b = G.mdm_gram_reference(K, g, sign, coef, cap, ww, 1e-9 * ww, 40)
+    assert a[3] == b[3]
+    np.testing.assert_allclose(a[0], b[0], atol=1e-10)
+    np.testing.assert_allclose(a[1], b[1], atol=1e-8)
+    assert a[2] == pytest.approx(b[2], rel=1e-10)
+
+
+def test_csr_times_dense_matches_reference():
+    rng = np.random.default_rng(1)
+    X = sp.random(40, 30, density=0.2, random_state=2, format="csr")
+    R = rng.normal(size=(30, 8))
+    got = jl.csr_times_dense(X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64), R)
+    want = jl.csr_times_dense_reference(X.data, X.indices, X.indptr, R, 30)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_srht_matches_explicit_hadamard():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(9, 13))
+    signs = np.where(rng.random(16) < 0.5, -1.0, 1.0)
+    sample = np.sort(rng.choice(16, 6, replace=False)).astype(np.int64)
+    want = jl.srht_reference(X, signs, sample)
+    np.testing.assert_allclose(jl.srht_rows(X, signs, sample), want, atol=1e-12)
+    csr = sp.csr_matrix(X)
+    got = jl.srht_csr_rows(csr.data, csr.indices.astype(np.int64), csr.indptr.astype(np.int64), signs, sample)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_hashed_matches_explicit_projection():
+    rng = np.random.default_rng(4)
+    X = sp.random(20, 12, density=0.3, random_state=5, format="csr")
+    pos = rng.integers(0, 7, size=(12, 3))
+    sgn = np.where(rng.random((12, 3)) < 0.5, -1.0, 1.0)
+    got = jl.hashed_csr_rows(X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64), pos, sgn, 7, 0.5)
+    np.testing.assert_allclose(got, jl.hashed_reference(X.toarray(), pos, sgn, 7, 0.5), atol=1e-12)
+
+
+def test_expand_node_matches_reference_and_drops_degenerate_children():
+    rng = np.random.default_rng(6)
+    P, Q = rng.normal(1, 1, (10, 4)), rng.normal(-1, 1, (8, 4))
+    Q[0] = P[0]  # duplicate row with the opposite label: s = 0 must be rejected
+    x = P.mean(0) - Q.mean(0)
+    pick_p = np.array([0, 1, 2, 3, 4], dtype=np.int64)
+    pick_q = np.array([0, 1, 2, 3, 4], dtype=np.int64)
+    a, ka = T.expand_node(x, P, Q, pick_p, pick_q)
+    b, kb = T.expand_node_reference(x, P, Q, pick_p, pick_q)
+    assert np.array_equal(ka, kb) and not ka[0]
+    np.testing.assert_allclose(a[ka], b[kb], atol=1e-12)
+    # a kept child is never farther from the origin than its parent
+    assert np.all(np.linalg.norm(a[ka], axis=1) <= np.linalg.norm(x) + 1e-12)
+
+
+def test_rgd_tree_matches_reference_tree():
+    rng = np.random.default_rng(7)
+    P, Q = rng.normal(1, 1, (40, 6)), rng.normal(-1, 1, (30, 6))
+    root = P.mean(0) - Q.mean(0)
+    kw = dict(tree_height=4, level_width=5, n_samples=6, boosting_rounds=2, seed=11)
+    a = T.rgd_tree(P, Q, 4, 3, root, **kw)
+    b = T.rgd_tree(P, Q, 4, 3, root, reference=True, **kw)
+    np.testing.assert_allclose(a[0], b[0], atol=1e-12)
+    assert a[1] == pytest.approx(b[1], abs=1e-12) and a[2] == b[2]
+    assert a[1] >= T.evaluate_directions(root[None], P, Q, 4, 3)[0][0]  # never worse than the root

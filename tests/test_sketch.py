@@ -1,0 +1,77 @@
+"""JLSketch: linearity (what the map-back relies on), norm preservation, stable hashing, state."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from robustream.sketch import SKETCH_KINDS, JLSketch
+
+
+@pytest.mark.parametrize("kind", SKETCH_KINDS)
+def test_sketch_is_linear_and_same_for_dense_and_sparse(kind):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 50)) * (rng.random((30, 50)) < 0.3)
+    sk = JLSketch(16, kind, seed=3)
+    Z = sk.transform(X)
+    np.testing.assert_allclose(Z, sk.transform(sp.csr_matrix(X)), atol=1e-12)
+    c = rng.random(30)
+    np.testing.assert_allclose(sk.transform((c @ X)[None])[0], c @ Z, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", SKETCH_KINDS)
+def test_sketch_preserves_norms_on_average(kind):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 256))
+    Z = JLSketch(128, kind, seed=5).transform(X)
+    ratio = np.linalg.norm(Z, axis=1) / np.linalg.norm(X, axis=1)
+    assert abs(ratio.mean() - 1.0) < 0.05 and ratio.std() < 0.15
+
+
+@pytest.mark.parametrize("kind", SKETCH_KINDS)
+def test_transform_one_matches_rows(kind):
+    X = np.random.default_rng(2).normal(size=(4, 10))
+    sk = JLSketch(8, kind, seed=1)
+    Z = sk.transform(X)
+    np.testing.assert_allclose(sk.transform_one(dict(enumerate(X[2]))), Z[2], atol=1e-12)
+
+
+def test_hashed_sketch_is_stable_across_runs_and_platforms():
+    # pinned values: a keyed BLAKE2b of the key's UTF-8 text, so these never change
+    sk = JLSketch(16, "hashed", seed=42, hash_nnz=2)
+    z = sk.transform_one({"clicks": 1.0, "dwell_ms": 2.0, "über": -1.0})
+    pos, sgn = sk.feature_hash("clicks")
+    assert pos.tolist() == PINNED_POSITIONS and sgn.tolist() == PINNED_SIGNS
+    np.testing.assert_allclose(z, PINNED_SKETCH, atol=1e-12)
+
+
+def test_hashed_sketch_handles_keys_appearing_mid_stream():
+    sk = JLSketch(32, "hashed", seed=0)
+    a = sk.transform_one({"a": 1.0})
+    b = sk.transform_one({"a": 1.0, "new_feature": 3.0})
+    np.testing.assert_allclose(b - a, sk.transform_one({"new_feature": 3.0}), atol=1e-12)
+
+
+def test_state_round_trip_gives_identical_sketch():
+    X = np.random.default_rng(3).normal(size=(5, 20))
+    for kind in SKETCH_KINDS:
+        sk = JLSketch(8, kind, seed=9)
+        Z = sk.transform(X)
+        np.testing.assert_array_equal(JLSketch.from_state(sk.get_state()).transform(X), Z)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="sketch kind"):
+        JLSketch(8, "fourier")
+    with pytest.raises(ValueError, match="sketch_dim"):
+        JLSketch(0)
+    sk = JLSketch(8, "gaussian").fit(5)
+    with pytest.raises(ValueError, match="features"):
+        sk.transform(np.ones((2, 6)))
+    with pytest.raises(ValueError, match="feature keys"):
+        sk.transform_one({"a": 1.0})
+
+
+PINNED_POSITIONS = [12, 7]
+PINNED_SIGNS = [1.0, -1.0]
+_H = 0.7071067811865475
+PINNED_SKETCH = [-_H, 0, 2 * _H, 0, 0, _H, 0, -3 * _H, 0, 0, 0, 0, _H, 0, 0, 0]
