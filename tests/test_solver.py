@@ -204,3 +204,20 @@ def test_solver_rejects_bad_labels():
         solve(np.zeros((3, 2)), np.array([0, 1, 1]))
     with pytest.raises(ValueError, match="both classes"):
         solve(np.zeros((3, 2)), np.ones(3))
+
+
+def test_min_error_intercept_is_the_best_threshold_along_w():
+    rng = np.random.default_rng(8)
+    X = np.r_[rng.normal(1.0, 1.0, (300, 3)), rng.normal(-1.0, 1.5, (60, 3))]  # imbalanced, overlapping
+    y = np.r_[np.ones(300), -np.ones(60)]
+    sol = solve(X, y, outlier_fraction=(0.05, 0.05), intercept="min_error", seed=0)
+    inl = ~sol.outlier_mask
+    proj = X[inl] @ sol.coef
+
+    def errors(b):
+        return int(np.sum(np.where(proj + b > 0, 1.0, -1.0) != y[inl]))
+
+    brute = min(errors(-t) for t in np.r_[proj - 1e-9, proj + 1e-9])
+    assert errors(sol.intercept) == brute
+    with pytest.raises(ValueError, match="intercept"):
+        solve(X, y, intercept="middle")

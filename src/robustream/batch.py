@@ -13,7 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .sketch import SKETCH_KINDS, JLSketch
-from .solver import POLISH_MODES, per_class_outlier_fractions, solve
+from .solver import INTERCEPT_RULES, POLISH_MODES, per_class_outlier_fractions, solve
 
 AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 
@@ -48,6 +48,9 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         ``(1 + 1/delta)^2 ln(h/mu)``.
     refit_rounds : int, default=5
         Trim-and-refit rounds after the first polish (stops early when the outliers are stable).
+    intercept : {"min_error", "bisector"}, default="min_error"
+        Offset rule: halfway between the two nearest points of the (reduced) hulls, or the
+        threshold with the fewest misclassified inliers.
     tol : float, default=1e-3
         Relative epsilon of the polish (JL paper, Definition 5) and of the boosting test.
     random_state : int, RandomState or None, default=None
@@ -95,6 +98,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         delta: float = 0.5,
         mu: float = 0.1,
         refit_rounds: int = 5,
+        intercept: str = "min_error",
         tol: float = 1e-3,
         random_state: Any = None,
     ):
@@ -109,6 +113,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         self.delta = delta
         self.mu = mu
         self.refit_rounds = refit_rounds
+        self.intercept = intercept
         self.tol = tol
         self.random_state = random_state
 
@@ -130,6 +135,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             pair = tuple(of)
             if len(pair) != 2 or not all(isinstance(v, numbers.Real) and 0.0 <= v < 1.0 for v in pair):
                 raise ValueError(f"outlier_fraction pair must be two floats in [0, 1), got {of!r}")
+        if self.intercept not in INTERCEPT_RULES:
+            raise ValueError(f"intercept must be one of {INTERCEPT_RULES}, got {self.intercept!r}")
         if self.polish not in POLISH_MODES:
             raise ValueError(f"polish must be one of {POLISH_MODES}, got {self.polish!r}")
         if not (isinstance(self.nu, numbers.Real) and 0.0 < self.nu <= 1.0):
@@ -200,7 +207,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 sketch=self._sketch_for(X.shape[1], seed + k),
                 tree_height=self.tree_height, level_width=self.level_width,
                 boosting_rounds=self.boosting_rounds, delta=self.delta, mu=self.mu,
-                refit_rounds=self.refit_rounds, tol=self.tol, seed=seed + k,
+                refit_rounds=self.refit_rounds, intercept=self.intercept, tol=self.tol, seed=seed + k,
             )  # fmt: skip
             coefs.append(sol.coef)
             intercepts.append(sol.intercept)

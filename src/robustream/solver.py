@@ -33,6 +33,7 @@ from .kernels.rgd_tree import rgd_tree, samples_per_node
 from .sketch import JLSketch
 
 POLISH_MODES = ("hard", "soft", "auto")
+INTERCEPT_RULES = ("bisector", "min_error")
 
 
 @dataclass
@@ -249,6 +250,8 @@ def solve(
     mu: float = 0.1,
     n_samples: int | None = None,
     refit_rounds: int = 5,
+    tree_rows: int | None = 2000,
+    intercept: str = "min_error",
     tol: float = 1e-3,
     max_iter: int = 100_000,
     seed: int = 0,
@@ -256,6 +259,8 @@ def solve(
     """Fit one binary RGD-SVM with outliers; ``y`` in {-1, +1}, ``X`` dense or CSR (n, d).
 
     ``outlier_fraction`` is the pair (gamma_pos, gamma_neg) of shares to discard per class.
+    ``tree_rows`` caps the rows the RGD-tree evaluates its nodes on (a stratified random subset;
+    None = all rows).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -268,6 +273,8 @@ def solve(
     """
     if polish not in POLISH_MODES:
         raise ValueError(f"polish must be one of {POLISH_MODES}, got {polish!r}")
+    if intercept not in INTERCEPT_RULES:
+        raise ValueError(f"intercept must be one of {INTERCEPT_RULES}, got {intercept!r}")
     if polish_space not in ("full", "sketch"):
         raise ValueError(f"polish_space must be 'full' or 'sketch', got {polish_space!r}")
     sign = np.asarray(y, dtype=np.float64)
@@ -298,8 +305,21 @@ def solve(
         root = ZP[0] - ZQ[0]
     if n_samples is None:
         n_samples = samples_per_node(delta, mu, tree_height)
+    # The tree ranks directions by trimmed width; a stratified random subset of rows ranks them
+    # almost as well and makes a level cost independent of n. All rows are used for the inliers.
+    tree_discard = (n_discard[1.0], n_discard[-1.0])
+    if tree_rows is not None and Z.shape[0] > tree_rows:
+        rng = np.random.default_rng([seed, 1])
+        keep_p = max(2, int(round(tree_rows * n_pos / Z.shape[0])))
+        keep_q = max(2, tree_rows - keep_p)
+        ZP = ZP[np.sort(rng.choice(n_pos, min(keep_p, n_pos), replace=False))]
+        ZQ = ZQ[np.sort(rng.choice(n_neg, min(keep_q, n_neg), replace=False))]
+        tree_discard = (
+            min(int(math.floor(g_pos * ZP.shape[0] + 1e-9)), ZP.shape[0] - 1),
+            min(int(math.floor(g_neg * ZQ.shape[0] + 1e-9)), ZQ.shape[0] - 1),
+        )
     direction, tree_width, n_nodes, _ = rgd_tree(
-        ZP, ZQ, n_discard[1.0], n_discard[-1.0], root,
+        ZP, ZQ, tree_discard[0], tree_discard[1], root,
         tree_height=tree_height, level_width=level_width, n_samples=n_samples,
         delta=delta, boosting_rounds=boosting_rounds, tol=tol, seed=seed,
     )  # fmt: skip
@@ -347,7 +367,7 @@ def solve(
         rounds = 0
         for _ in range(refit_rounds):
             w = _combine(X, sign, coef)
-            b = _intercept(X, sign, coef, w)
+            b = _intercept(X, sign, coef, w, inlier_mask, intercept)
             new_inlier = _trim(sign * (_matvec(X, w) + b), sign, n_discard)
             if np.array_equal(new_inlier, inlier_mask):
                 break
@@ -370,7 +390,7 @@ def solve(
         coef, inl, steps, ok, rounds = fit_inliers(inlier, soft=(polish == "soft"))
         mode = "soft" if state["soft"] else "hard"
     w = _combine(X, sign, coef)
-    b = _intercept(X, sign, coef, w)
+    b = _intercept(X, sign, coef, w, inl, intercept)
     return Solution(
         coef=w,
         intercept=b,
@@ -392,11 +412,28 @@ def solve(
     )
 
 
-def _intercept(X, sign, coef, w) -> float:
-    """Bisector of the two nearest points c_P, c_Q: b = -<w, c_P + c_Q> / 2."""
+def _intercept(X, sign, coef, w, inlier=None, rule: str = "bisector") -> float:
+    """Offset of the hyperplane along ``w``.
+
+    ``"bisector"``: halfway between the two nearest points c_P, c_Q, ``b = -<w, c_P + c_Q> / 2``.
+    ``"min_error"``: the threshold with the fewest misclassified inliers (ties: nearest the
+    bisector); better when the kept classes still overlap or are imbalanced.
+    """
     proj = _matvec(X, w)
     pos = sign > 0
-    return -0.5 * float(coef[pos] @ proj[pos] + coef[~pos] @ proj[~pos])
+    b = -0.5 * float(coef[pos] @ proj[pos] + coef[~pos] @ proj[~pos])
+    if rule == "bisector" or inlier is None:
+        return b
+    p_in, s_in = proj[inlier], sign[inlier]
+    order = np.argsort(p_in, kind="stable")
+    p_sorted, s_sorted = p_in[order], s_in[order]
+    # threshold just above sorted value i-1 (i rows below it): errors = positives below + negatives above
+    pos_below = np.r_[0, np.cumsum(s_sorted > 0)]
+    neg_above = (s_sorted < 0).sum() - np.r_[0, np.cumsum(s_sorted < 0)]
+    errors = pos_below + neg_above
+    cuts = np.r_[p_sorted[0] - 1.0, 0.5 * (p_sorted[:-1] + p_sorted[1:]), p_sorted[-1] + 1.0]
+    best = np.flatnonzero(errors == errors.min())
+    return -float(cuts[best[np.argmin(np.abs(cuts[best] + b))]])
 
 
 def _slab_width(X, sign, inlier, w) -> float:
