@@ -107,7 +107,7 @@ def nearest_point(
     tol: float = 1e-3,
     max_iter: int = 100_000,
     working_set: int = 512,
-    full_gram_rows: int = 3000,
+    full_gram_rows: int = 4000,
 ) -> tuple[np.ndarray, int, bool]:
     """Nearest points of the (reduced) convex hulls of the two classes by MDM with decomposition.
 

@@ -269,7 +269,7 @@ def mdm_gram(
     tol_abs: float,
     max_iter: int,
 ):
-    """MDM restricted to a working set, on its Gram matrix ``K`` (O(m) per step).
+    """MDM restricted to a working set, on its symmetric Gram matrix ``K`` (O(m) per step).
 
     ``g`` are the current signed projections of the working-set rows under the full ``w`` and
     ``ww = ||w||^2``; rows outside the working set keep their coefficients. Stops when the
@@ -292,8 +292,8 @@ def mdm_gram(
         coef[i] -= t
         coef[j] += t
         s = sign[i]
-        for r in range(m):
-            g[r] += t * sign[r] * s * (K[r, j] - K[r, i])
+        for r in range(m):  # K is symmetric: read rows j and i, contiguous in memory
+            g[r] += t * sign[r] * s * (K[j, r] - K[i, r])
         ww += -2.0 * t * gap + t * t * dist2
         n_iter += 1
     return coef, g, ww, n_iter
