@@ -58,6 +58,21 @@ TARGET_DIM, TARGET_SPEEDUP, TARGET_ERR_POINTS = 64, 5.0, 1.0
 VARIANTS = {"none": "no sketch (RGDSVC)", "tree": "tree on sketch (RGDSVC)", "tree+polish": "tree+polish on sketch (solve)"}
 
 
+def git_state() -> dict:
+    """Commit and uncommitted changes under src/ (the library may change between runs)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"],
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+        return {"commit": commit, "src_uncommitted": [line.strip() for line in dirty if line.strip()]}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "src_uncommitted": None}
+
+
 def header() -> dict:
     command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
     meta = {
@@ -71,6 +86,7 @@ def header() -> dict:
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "threads": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+        "git": git_state(),
     }
     print(f"command: {command}")
     print(
@@ -78,6 +94,8 @@ def header() -> dict:
         f"scikit-learn {meta['scikit-learn']}, scipy {meta['scipy']}, robustream {meta['robustream']}"
     )
     print(f"threads: {meta['threads']}, cpus: {meta['cpu_count']}, {meta['platform']}")
+    dirty = meta["git"]["src_uncommitted"]
+    print(f"library: git {meta['git']['commit']}, uncommitted under src/: {', '.join(dirty) if dirty else 'none'}")
     return meta
 
 
@@ -115,13 +133,13 @@ def fit_rgdsvc(Xtr, ytr, Xte, yte, seed, kind=None, k=None) -> dict:
 
 def fit_sketch_solve(Xtr, ytr, Xte, yte, seed, kind, k) -> dict:
     """The whole solve on the sketch, with the seed RGDSVC(random_state=seed) would use."""
-    solver_seed = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
+    seed_ = solver_seed(seed)
     n_pos = int((ytr > 0).sum())
     fractions = per_class_outlier_fractions(OUTLIER_FRACTION, n_pos, ytr.size - n_pos)
     t0 = time.perf_counter()
     sol = solve(
         Xtr, ytr, outlier_fraction=fractions,
-        sketch=JLSketch(k, kind, solver_seed), polish_space="sketch", seed=solver_seed,
+        sketch=JLSketch(k, kind, seed_), polish_space="sketch", seed=seed_,
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     pred = np.where(np.asarray(Xte @ sol.coef).ravel() + sol.intercept > 0, 1.0, -1.0)
@@ -135,13 +153,31 @@ def fit_sketch_solve(Xtr, ytr, Xte, yte, seed, kind, k) -> dict:
     }
 
 
-def warm_up() -> None:
-    """Compile / load every numba kernel used below outside the timed region."""
-    X, y = make_gaussian_classes(60, d=12, seed=0)
+def solver_seed(random_state: int) -> int:
+    """The seed RGDSVC(random_state=...) hands to solve() and to its JLSketch (binary problem)."""
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+def warm_up() -> bool:
+    """Compile / load every numba kernel used below outside the timed region.
+
+    Also checks that ``solve(..., polish_space="full")`` with our seed and outlier fractions
+    reproduces ``RGDSVC(sketch=..., sketch_dim=...)`` exactly, i.e. that the "tree+polish on sketch"
+    rows differ from the "tree on sketch" rows only in where the polish runs.
+    """
+    X, y = make_gaussian_classes((150, 250), d=40, flip=0.15, seed=0)
     RGDSVC(random_state=0).fit(X, y)
+    same = True
     for kind in KINDS:
-        RGDSVC(sketch=kind, sketch_dim=4, random_state=0).fit(X, y)
-        solve(X, y, sketch=JLSketch(4, kind, 0), polish_space="sketch")
+        model = RGDSVC(sketch=kind, sketch_dim=8, random_state=0).fit(X, y)
+        seed = solver_seed(0)
+        n_pos = int((y > 0).sum())
+        fractions = per_class_outlier_fractions(OUTLIER_FRACTION, n_pos, y.size - n_pos)
+        for space in ("full", "sketch"):
+            sol = solve(X, y, outlier_fraction=fractions, sketch=JLSketch(8, kind, seed), polish_space=space, seed=seed)
+            if space == "full":
+                same &= bool(np.array_equal(sol.coef, model.coef_[0]) and sol.intercept == model.intercept_[0])
+    return same
 
 
 def mean_sd(values) -> tuple[float, float]:
@@ -151,7 +187,7 @@ def mean_sd(values) -> tuple[float, float]:
 
 def pm(values, fmt: str) -> str:
     m, s = mean_sd(values)
-    return f"{m:{fmt}} ± {s:{fmt}}" if len(values) > 1 else f"{m:{fmt}}"
+    return f"{m:{fmt}} ± {s:{fmt.lstrip('+')}}" if len(values) > 1 else f"{m:{fmt}}"
 
 
 def main(argv=None) -> None:
@@ -165,14 +201,17 @@ def main(argv=None) -> None:
     n_seeds = args.seeds if args.seeds is not None else (QUICK["seeds"] if args.quick else 3)
 
     meta = header()
-    warm_up()
+    meta["solve_full_reproduces_rgdsvc"] = warm_up()
+    print(f"check: solve(polish_space='full') reproduces RGDSVC(sketch_dim=k): {meta['solve_full_reproduces_rgdsvc']}")
     runs = []
     shapes = {}
     t_start = time.perf_counter()
     for name in datasets:
         for seed in range(n_seeds):
             Xtr, ytr, Xte, yte = noisy_data(name, seed)
-            shapes[name] = {"n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]), "d": int(Xtr.shape[1])}
+            shapes.setdefault(name, []).append(
+                {"seed": seed, "n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]), "d": int(Xtr.shape[1])}
+            )
             base = fit_rgdsvc(Xtr, ytr, Xte, yte, seed)
             runs.append({"dataset": name, "seed": seed, "variant": "none", "kind": None, "k": None, **base})
             for k in dims:
@@ -195,7 +234,8 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     summary = []
     for name in datasets:
-        shape = f"{shapes[name]['n_train']}x{shapes[name]['d']}"
+        n_lo, n_hi = (f(s["n_train"] for s in shapes[name]) for f in (min, max))
+        shape = f"{n_lo}x{shapes[name][0]['d']}" if n_lo == n_hi else f"{n_lo}–{n_hi}x{shapes[name][0]['d']}"
         keys = [("none", None, None)] + [(v, kind, k) for v in ("tree", "tree+polish") for kind in KINDS for k in dims]
         for variant, kind, k in keys:
             rows = [r for r in runs if r["dataset"] == name and r["variant"] == variant and r["kind"] == kind and r["k"] == k]

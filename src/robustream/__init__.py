@@ -1,11 +1,12 @@
 """robustream: online linear classification that stays accurate when labels are wrong.
 
-Public API: :class:`RGDSVC` (scikit-learn batch estimator), :mod:`robustream.solver`,
+Public API: :class:`RGDSVC` (scikit-learn batch estimator), :class:`RGDSVMClassifier` (River), :mod:`robustream.solver`,
 :class:`robustream.sketch.JLSketch`, :mod:`robustream.datasets`.
 """
 
 from .batch import RGDSVC
+from .learners import RGDSVMClassifier
 from .sketch import JLSketch
 
 __version__ = "0.1.0"
-__all__ = ["RGDSVC", "JLSketch", "__version__"]
+__all__ = ["RGDSVC", "RGDSVMClassifier", "JLSketch", "__version__"]

@@ -1,0 +1,58 @@
+"""Versioned, checksummed model files (JSON; no pickle is ever loaded from disk).
+
+Layout: ``{"format": "robustream-model", "version": 1, "sha256": <hex of payload>, "payload": {...}}``
+where the checksum covers the canonical JSON text of the payload (sorted keys, no spaces). Floats
+round-trip exactly (JSON numbers are written with ``repr``). Writes are atomic: temp file + rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+FORMAT = "robustream-model"
+VERSION = 1
+
+
+class CorruptModelError(ValueError):
+    """The file is not a robustream model, has an unknown version, or fails its checksum."""
+
+
+def _canonical(payload: Any) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def dump(payload: dict, path: str | os.PathLike) -> None:
+    """Write ``payload`` (JSON-able) atomically with its checksum."""
+    body = _canonical(payload)
+    doc = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(body).hexdigest(), "payload": payload}
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, sort_keys=True, separators=(",", ":"), allow_nan=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(path: str | os.PathLike) -> dict:
+    """Read and verify a file written by :func:`dump`; raises :class:`CorruptModelError`."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptModelError(f"{path}: not a robustream model file ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CorruptModelError(f"{path}: not a robustream model file (format field missing or wrong)")
+    if doc.get("version") != VERSION:
+        raise CorruptModelError(f"{path}: unsupported model file version {doc.get('version')!r} (expected {VERSION})")
+    if hashlib.sha256(_canonical(doc.get("payload"))).hexdigest() != doc.get("sha256"):
+        raise CorruptModelError(f"{path}: checksum mismatch (the file is corrupt or was edited)")
+    return doc["payload"]
