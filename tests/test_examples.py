@@ -1,0 +1,29 @@
+"""Every example runs as a user would run it."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from robustream.datasets import shared_datasets_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args):
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_batch_label_noise_example():
+    if not (shared_datasets_dir() / "heart_scale.xz").exists():
+        pytest.skip(f"shared datasets not found at {shared_datasets_dir()}")
+    out = run("examples/batch_label_noise.py", "heart", "--seeds", "1")
+    assert "heart" in out and "RGDSVC" in out
+
+
+def test_river_label_noise_example():
+    out = run("examples/river_label_noise.py")
+    assert "identical predictions" in out and "RGDSVMClassifier" in out
