@@ -48,7 +48,7 @@ REAL = [
 ]  # fmt: skip
 SYNTHETIC = ["synthetic-0.05", "synthetic-0.10", "synthetic-0.15", "synthetic-0.20"]
 W_FAMILY_ROWS = 9888  # the RGD paper's w5a size; w8a rows stand in for it
-C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+C_GRID = (1e-3, 1e-2, 1e-1, 1.0)
 RGD_SOFT_GRID = [{"polish": "soft", "outlier_fraction": r, "nu": nu} for r in (0.15, 0.2, 0.3) for nu in (0.1, 0.3, 0.6)]
 RGD_HARD_GRID = [{"polish": "hard", "outlier_fraction": r} for r in (0.15, 0.2, 0.3)]
 RAMP_S_GRID = (-1.0, -0.5, 0.0)

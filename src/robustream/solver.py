@@ -108,6 +108,7 @@ def nearest_point(
     max_iter: int = 100_000,
     working_set: int = 512,
     full_gram_rows: int = 4000,
+    gram: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int, bool]:
     """Nearest points of the (reduced) convex hulls of the two classes by MDM with decomposition.
 
@@ -115,7 +116,8 @@ def nearest_point(
     Up to ``full_gram_rows`` rows, MDM runs on the full Gram matrix (O(n) per step); above, on
     working sets of the most violating rows of each class, re-selected from fresh projections
     (SVMlight-style decomposition, O(n d) per outer step). Returns ``(coef, n_steps, converged)``
-    with the stopping rule of :mod:`robustream.kernels.gilbert`.
+    with the stopping rule of :mod:`robustream.kernels.gilbert`. ``gram``: the rows' Gram matrix
+    when the caller already has it (refits slice one matrix instead of recomputing it).
     """
     n = sign.shape[0]
     sign = sign.astype(np.float64)
@@ -130,8 +132,8 @@ def nearest_point(
     steps = 0
     # intersecting (reduced) hulls have w = 0: an absolute floor on the gap ends that case
     floor = 1e-12 * _max_row_norm2(X)
-    if n <= full_gram_rows:
-        K = _gram(X)
+    if gram is not None or n <= full_gram_rows:
+        K = _gram(X) if gram is None else gram
         g = sign * (K @ (sign * coef))
         ww = float(w @ w)
         while steps < max_iter:
@@ -151,7 +153,8 @@ def nearest_point(
         ws = _working_set(g, sign, coef, cap, m_half)
         Xw = _rows(X, ws)
         K = _gram(Xw)
-        new_c, _, _, it = mdm_gram(K, g[ws], sign[ws], coef[ws], cap[ws], ww, max(0.5 * tol * ww, floor), 50 * ws.size)
+        budget = min(50 * ws.size, max(1, max_iter - steps))
+        new_c, _, _, it = mdm_gram(K, g[ws], sign[ws], coef[ws], cap[ws], ww, max(0.5 * tol * ww, floor), budget)
         delta = new_c - coef[ws]
         coef[ws] = new_c
         w = w + _combine(Xw, sign[ws], delta) if np.any(delta) else w
@@ -329,18 +332,33 @@ def solve(
     scale = _max_row_norm2(X)
     state = {"nu": nu, "soft": polish == "soft"}
 
+    # one Gram matrix per space, sliced by every polish and refit (O(n^2 d) once, not per round)
+    full_gram_rows = 4000
+    grams: dict[str, np.ndarray] = {}
+
+    def gram_of(space: str, idx: np.ndarray):
+        if sign.shape[0] > full_gram_rows:
+            return None
+        if space not in grams:
+            grams[space] = _gram(Z if space == "sketch" else X)
+        return grams[space][np.ix_(idx, idx)]
+
     def polish_once(inlier_mask, soft, nu_eff, previous):
         cap = _caps(sign, inlier_mask, soft, nu_eff)
         start = _feasible_start(sign, inlier_mask, cap, previous)
         idx = np.flatnonzero(inlier_mask)
         steps = 0
         if sketch is not None:
-            c_in, it, ok = nearest_point(Z[idx], sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter)
+            c_in, it, ok = nearest_point(
+                Z[idx], sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter, gram=gram_of("sketch", idx)
+            )
             steps += it
             start = np.zeros_like(start)
             start[idx] = c_in
         if sketch is None or polish_space == "full":
-            c_in, it, ok = nearest_point(_rows(X, idx), sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter)
+            c_in, it, ok = nearest_point(
+                _rows(X, idx), sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter, gram=gram_of("full", idx)
+            )
             steps += it
         coef = np.zeros(sign.shape[0])
         coef[idx] = c_in
