@@ -44,6 +44,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.utils import check_random_state  # noqa: E402
 
 import robustream  # noqa: E402
+from _common import header  # noqa: E402
 from robustream import RGDSVC, JLSketch  # noqa: E402
 from robustream.datasets import load, make_gaussian_classes, noisy_split  # noqa: E402
 from robustream.solver import per_class_outlier_fractions, solve  # noqa: E402
@@ -56,47 +57,6 @@ DATASETS = ("mnist-0-vs-1", "gauss-d1000", "gauss-d2000")
 QUICK = {"datasets": ("mnist-0-vs-1", "gauss-d1000"), "dims": (64, 256), "seeds": 1}
 TARGET_DIM, TARGET_SPEEDUP, TARGET_ERR_POINTS = 64, 5.0, 1.0
 VARIANTS = {"none": "no sketch (RGDSVC)", "tree": "tree on sketch (RGDSVC)", "tree+polish": "tree+polish on sketch (solve)"}
-
-
-def git_state() -> dict:
-    """Commit and uncommitted changes under src/ (the library may change between runs)."""
-    import subprocess
-
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"],
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-        return {"commit": commit, "src_uncommitted": [line.strip() for line in dirty if line.strip()]}
-    except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "src_uncommitted": None}
-
-
-def header() -> dict:
-    command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
-    meta = {
-        "command": command,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "scikit-learn": sklearn.__version__,
-        "scipy": scipy.__version__,
-        "robustream": robustream.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "threads": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
-        "git": git_state(),
-    }
-    print(f"command: {command}")
-    print(
-        f"versions: python {meta['python']}, numpy {meta['numpy']}, numba {meta['numba']}, "
-        f"scikit-learn {meta['scikit-learn']}, scipy {meta['scipy']}, robustream {meta['robustream']}"
-    )
-    print(f"threads: {meta['threads']}, cpus: {meta['cpu_count']}, {meta['platform']}")
-    dirty = meta["git"]["src_uncommitted"]
-    print(f"library: git {meta['git']['commit']}, uncommitted under src/: {', '.join(dirty) if dirty else 'none'}")
-    return meta
 
 
 def noisy_data(name: str, seed: int):
