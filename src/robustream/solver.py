@@ -34,6 +34,7 @@ from .sketch import JLSketch
 
 POLISH_MODES = ("hard", "soft", "auto")
 INTERCEPT_RULES = ("bisector", "min_error")
+FULL_GRAM_ROWS = 4000  # up to this many rows a Gram matrix (<= 128 MB) beats working sets
 
 
 @dataclass
@@ -76,10 +77,6 @@ def per_class_outlier_fractions(flip_rate: float, n_pos: int, n_neg: int) -> tup
     return min(g_pos, 0.95), min(g_neg, 0.95)
 
 
-def _rows(X, idx: np.ndarray):
-    return X[idx] if not sp.issparse(X) else X[idx]
-
-
 def _gram(X) -> np.ndarray:
     if sp.issparse(X):
         return np.asarray((X @ X.T).toarray())
@@ -107,7 +104,7 @@ def nearest_point(
     tol: float = 1e-3,
     max_iter: int = 100_000,
     working_set: int = 512,
-    full_gram_rows: int = 4000,
+    full_gram_rows: int = FULL_GRAM_ROWS,
     gram: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int, bool]:
     """Nearest points of the (reduced) convex hulls of the two classes by MDM with decomposition.
@@ -151,7 +148,7 @@ def nearest_point(
         if _total_gap(g, sign, coef, cap) <= max(tol * ww, floor):
             return coef, steps, True
         ws = _working_set(g, sign, coef, cap, m_half)
-        Xw = _rows(X, ws)
+        Xw = X[ws]
         K = _gram(Xw)
         budget = min(50 * ws.size, max(1, max_iter - steps))
         new_c, _, _, it = mdm_gram(K, g[ws], sign[ws], coef[ws], cap[ws], ww, max(0.5 * tol * ww, floor), budget)
@@ -333,11 +330,10 @@ def solve(
     state = {"nu": nu, "soft": polish == "soft"}
 
     # one Gram matrix per space, sliced by every polish and refit (O(n^2 d) once, not per round)
-    full_gram_rows = 4000
     grams: dict[str, np.ndarray] = {}
 
     def gram_of(space: str, idx: np.ndarray):
-        if sign.shape[0] > full_gram_rows:
+        if sign.shape[0] > FULL_GRAM_ROWS:
             return None
         if space not in grams:
             grams[space] = _gram(Z if space == "sketch" else X)
@@ -357,7 +353,7 @@ def solve(
             start[idx] = c_in
         if sketch is None or polish_space == "full":
             c_in, it, ok = nearest_point(
-                _rows(X, idx), sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter, gram=gram_of("full", idx)
+                X[idx], sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter, gram=gram_of("full", idx)
             )
             steps += it
         coef = np.zeros(sign.shape[0])
