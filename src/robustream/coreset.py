@@ -87,4 +87,9 @@ def feature_order(rows: Iterable[Row]) -> list[Hashable]:
     keys = set()
     for x in rows:
         keys.update(x.keys())
-    return sorted(keys, key=lambda k: (type(k).__name__, str(k)))
+    return sorted(keys, key=key_order)
+
+
+def key_order(key: Hashable) -> tuple[str, str]:
+    """Canonical sort key of a feature key (by type name, then text)."""
+    return (type(key).__name__, str(key))

@@ -10,7 +10,7 @@ import numpy as np
 from river import base
 
 from .. import persist
-from ..coreset import RowBuffer, feature_order, rows_to_matrix
+from ..coreset import RowBuffer, feature_order, key_order, rows_to_matrix
 from ..sketch import JLSketch
 from ..solver import per_class_outlier_fractions, solve
 
@@ -121,7 +121,8 @@ class RGDSVMClassifier(base.MiniBatchClassifier):
     def decision_one(self, x: dict) -> float:
         """``w . x + b`` in O(non-zero features)."""
         w = self.weights
-        return sum(w.get(k, 0.0) * v for k, v in x.items()) + self.intercept_
+        # fsum is exactly rounded, so the result does not depend on the order of the features
+        return math.fsum(w.get(k, 0.0) * v for k, v in x.items()) + self.intercept_
 
     def predict_proba_one(self, x: dict) -> dict[bool, float]:
         p = _sigmoid(self._proba_slope * self.decision_one(x) / self._margin_unit)
@@ -142,7 +143,8 @@ class RGDSVMClassifier(base.MiniBatchClassifier):
     # -- learning -------------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
         sign = 1.0 if bool(y) else -1.0
-        row = {k: float(v) for k, v in x.items() if v}
+        # canonical key order: everything downstream is independent of the order features arrive in
+        row = {k: float(x[k]) for k in sorted(x, key=key_order) if x[k]}
         self._buffer.window.append((row, sign))
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)
@@ -153,7 +155,7 @@ class RGDSVMClassifier(base.MiniBatchClassifier):
 
     def _passive_aggressive(self, row: dict, sign: float, C: float = 0.01) -> None:
         loss = max(0.0, 1.0 - sign * self.decision_one(row))
-        norm2 = sum(v * v for v in row.values()) + 1.0
+        norm2 = math.fsum(v * v for v in row.values()) + 1.0
         if loss > 0.0:
             step = min(C, loss / norm2) * sign
             for k, v in row.items():
