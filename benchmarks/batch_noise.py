@@ -49,8 +49,9 @@ REAL = [
 SYNTHETIC = ["synthetic-0.05", "synthetic-0.10", "synthetic-0.15", "synthetic-0.20"]
 W_FAMILY_ROWS = 9888  # the RGD paper's w5a size; w8a rows stand in for it
 C_GRID = (1e-3, 1e-2, 1e-1, 1.0)
-RGD_SOFT_GRID = [{"polish": "soft", "outlier_fraction": r, "nu": nu} for r in (0.15, 0.2, 0.3) for nu in (0.1, 0.3, 0.6)]
-RGD_HARD_GRID = [{"polish": "hard", "outlier_fraction": r} for r in (0.15, 0.2, 0.3)]
+OUTLIER_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.3)
+RGD_SOFT_GRID = [{"polish": "soft", "outlier_fraction": r, "nu": nu} for r in OUTLIER_FRACTIONS for nu in (0.1, 0.3, 0.6)]
+RGD_HARD_GRID = [{"polish": "hard", "outlier_fraction": r} for r in OUTLIER_FRACTIONS]
 RAMP_S_GRID = (-1.0, -0.5, 0.0)
 METHODS = ["RGDSVC", "RGDSVC soft", "RGDSVC hard", "LinearSVC", "ramp CCCP", "oracle LinearSVC"]
 
