@@ -23,7 +23,7 @@ from robustream import RGDSVC
 from robustream.datasets import load, noisy_split
 
 LINEAR_SVC_C = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
-RGD_GRID = [{"outlier_fraction": r, "nu": nu} for r in (0.15, 0.2, 0.3) for nu in (0.1, 0.3, 0.6)]
+RGD_GRID = [{"outlier_fraction": r, "nu": nu} for r in (0.05, 0.15, 0.3) for nu in (0.1, 0.3, 0.6)]
 
 
 def tuned(make, grid, split):
