@@ -352,10 +352,11 @@ def solve(
             start = np.zeros_like(start)
             start[idx] = c_in
         if sketch is None or polish_space == "full":
-            c_in, it, ok = nearest_point(
+            c_in, it, ok_full = nearest_point(
                 X[idx], sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter, gram=gram_of("full", idx)
             )
             steps += it
+            ok = ok_full and (sketch is None or ok)  # a capped sketch-stage polish is reported too
         coef = np.zeros(sign.shape[0])
         coef[idx] = c_in
         return coef, steps, ok
