@@ -1,5 +1,8 @@
-"""River learners (one module per family)."""
+"""River learners (one module per family) over a shared window + coreset base."""
 
+from .base import RebuildingLinearClassifier
+from .coreset_svm import CoresetSVMClassifier
+from .ramp import RampSVMClassifier
 from .rgd import RGDSVMClassifier
 
-__all__ = ["RGDSVMClassifier"]
+__all__ = ["RebuildingLinearClassifier", "RGDSVMClassifier", "CoresetSVMClassifier", "RampSVMClassifier"]
