@@ -12,6 +12,7 @@ MODULES = [
     "robustream.learners.rgd",
     "robustream.learners.coreset_svm",
     "robustream.learners.ramp",
+    "robustream.evaluate",
 ]
 
 
