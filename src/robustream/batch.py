@@ -244,11 +244,14 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         """Signed distance-like score ``X @ coef_.T + intercept_`` ((n,) for two classes)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        scores = self._scores(X)
         return scores.ravel() if self.classes_.size == 2 else scores
 
+    def _scores(self, X) -> np.ndarray:
+        return np.asarray(X @ self.coef_.T) + self.intercept_
+
     def _predict(self, X) -> np.ndarray:
-        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        scores = self._scores(X)
         if self.classes_.size == 2:
             return self.classes_[(scores.ravel() > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]

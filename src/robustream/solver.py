@@ -381,9 +381,9 @@ def solve(
         coef, steps, ok = polish_on(inlier_mask, soft, None)
         rounds = 0
         for _ in range(refit_rounds):
-            w = _combine(X, sign, coef)
-            b = _intercept(X, sign, coef, w, inlier_mask, intercept)
-            new_inlier = _trim(sign * (_matvec(X, w) + b), sign, n_discard)
+            proj = _matvec(X, _combine(X, sign, coef))
+            b = _intercept(proj, sign, coef, inlier_mask, intercept)
+            new_inlier = _trim(sign * (proj + b), sign, n_discard)
             if np.array_equal(new_inlier, inlier_mask):
                 break
             inlier_mask = new_inlier
@@ -395,7 +395,7 @@ def solve(
     if polish == "auto":
         coef, inl, steps, ok, rounds = fit_inliers(inlier, soft=False)
         w = _combine(X, sign, coef)
-        if _slab_width(X, sign, inl, w) > 0.0:
+        if _slab_width(_matvec(X, w), sign, inl, w) > 0.0:
             mode = "hard"
         else:
             mode = "soft"
@@ -405,11 +405,12 @@ def solve(
         coef, inl, steps, ok, rounds = fit_inliers(inlier, soft=(polish == "soft"))
         mode = "soft" if state["soft"] else "hard"
     w = _combine(X, sign, coef)
-    b = _intercept(X, sign, coef, w, inl, intercept)
+    proj = _matvec(X, w)
+    b = _intercept(proj, sign, coef, inl, intercept)
     return Solution(
         coef=w,
         intercept=b,
-        margin_width=_slab_width(X, sign, inl, w),
+        margin_width=_slab_width(proj, sign, inl, w),
         outlier_mask=~inl,
         convex_coef=coef,
         polish=mode,
@@ -427,14 +428,13 @@ def solve(
     )
 
 
-def _intercept(X, sign, coef, w, inlier=None, rule: str = "bisector") -> float:
-    """Offset of the hyperplane along ``w``.
+def _intercept(proj, sign, coef, inlier=None, rule: str = "bisector") -> float:
+    """Offset of the hyperplane along ``w``, from the projections ``proj = X @ w``.
 
     ``"bisector"``: halfway between the two nearest points c_P, c_Q, ``b = -<w, c_P + c_Q> / 2``.
     ``"min_error"``: the threshold with the fewest misclassified inliers (ties: nearest the
     bisector); better when the kept classes still overlap or are imbalanced.
     """
-    proj = _matvec(X, w)
     pos = sign > 0
     b = -0.5 * float(coef[pos] @ proj[pos] + coef[~pos] @ proj[~pos])
     if rule == "bisector" or inlier is None:
@@ -451,10 +451,10 @@ def _intercept(X, sign, coef, w, inlier=None, rule: str = "bisector") -> float:
     return -float(cuts[best[np.argmin(np.abs(cuts[best] + b))]])
 
 
-def _slab_width(X, sign, inlier, w) -> float:
+def _slab_width(proj, sign, inlier, w) -> float:
+    """Width of the slab between the inliers of the two classes along ``w`` (``proj = X @ w``)."""
     norm = float(np.linalg.norm(w))
     if norm == 0.0:
         return 0.0
-    proj = _matvec(X, w)
     pos = sign > 0
     return float((proj[pos & inlier].min() - proj[~pos & inlier].max()) / norm)

@@ -28,6 +28,13 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     """
 
     def _init_state(self) -> None:
+        """Validate the buffer parameters every learner has, then start from an empty model."""
+        for name in ("window_size", "rebuild_every"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (isinstance(self.coreset_size, int) and self.coreset_size >= 0):
+            raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
         self.weights: dict[Hashable, float] = {}
         self.intercept_ = 0.0
         self.margin_width_ = 0.0
@@ -125,19 +132,18 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     # -- mini-batch API ------------------------------------------------------------------------
     def learn_many(self, X, y) -> None:
-        for (_, row), target in zip(X.iterrows(), y):
-            self.learn_one({k: v for k, v in row.items() if not _isnan(v)}, target)
+        for x, target in zip(_dict_rows(X), y):
+            self.learn_one(x, target)
 
     def predict_proba_many(self, X):
         import pandas as pd
 
-        probas = [self.predict_proba_one({k: v for k, v in row.items() if not _isnan(v)}) for _, row in X.iterrows()]
-        return pd.DataFrame(probas, index=X.index, columns=[False, True])
+        return pd.DataFrame([self.predict_proba_one(x) for x in _dict_rows(X)], index=X.index, columns=[False, True])
 
     def predict_many(self, X):
         import pandas as pd
 
-        return pd.Series([self.predict_one({k: v for k, v in r.items() if not _isnan(v)}) for _, r in X.iterrows()], index=X.index)
+        return pd.Series([self.predict_one(x) for x in _dict_rows(X)], index=X.index)
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
@@ -191,8 +197,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._buffer.coreset = [window[b] if a == "window" else (dec(a), b) for a, b in st["coreset"]]
 
 
-def _isnan(v) -> bool:
-    return isinstance(v, float) and v != v
+def _dict_rows(X):
+    """Rows of a DataFrame as dicts, without the NaN cells of features a row does not have."""
+    for _, row in X.iterrows():
+        yield {k: v for k, v in row.items() if not (isinstance(v, float) and v != v)}
 
 
 def _encode_row(row: dict) -> list:

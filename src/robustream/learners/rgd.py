@@ -91,12 +91,10 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     def _check_params(self) -> None:
         if not 0.0 <= self.outlier_fraction < 0.5:
             raise ValueError(f"outlier_fraction must be in [0, 0.5), got {self.outlier_fraction!r}")
-        for name in ("window_size", "rebuild_every", "tree_height", "level_width", "boosting_rounds"):
+        for name in ("tree_height", "level_width", "boosting_rounds"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not (isinstance(self.coreset_size, int) and self.coreset_size >= 0):
-            raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
 
     @classmethod
     def _unit_test_params(cls):
