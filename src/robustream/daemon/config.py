@@ -1,0 +1,215 @@
+"""``robustream serve`` / ``robustream demo`` options.
+
+Every ``serve`` flag can also come from the environment (``ROBUSTREAM_<FLAG>``, dashes as
+underscores, e.g. ``ROBUSTREAM_BOOTSTRAP_SERVERS``) or from a TOML file given by ``--config``
+(keys as the flag names, dashes or underscores). Precedence: command line > environment > file >
+default. Repeated options (``--param``, ``--kafka-option``) take a comma-separated list in the
+environment and a list or a table in the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from ..learners.registry import parse_params, parse_value
+
+ENV_PREFIX = "ROBUSTREAM_"
+
+# (flag, type, default, help); type "list" = repeated option, "csv" = comma-separated values
+SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
+    ("bootstrap-servers", "str", "127.0.0.1:9092", "Kafka bootstrap servers, host:port[,host:port]"),
+    ("input-topic", "str", "robustream-input", "topic with the input messages"),
+    ("group-id", "str", "robustream", "consumer group id; daemons of one group share the partitions"),
+    ("predictions-topic", "str", "robustream-predictions", "topic the predictions are produced to"),
+    ("dead-letter-topic", "str", "robustream-dead-letters", "topic for messages that fail validation"),
+    ("checkpoint-dir", "str", "./robustream-checkpoints", "directory of the checkpoints (model + offsets)"),
+    ("checkpoint-every", "int", 1000, "checkpoint and commit after this many messages"),
+    ("checkpoint-interval", "float", 30.0, "... or after this many seconds, whichever comes first"),
+    ("checkpoint-keep", "int", 3, "checkpoints kept on disk (older ones are deleted)"),
+    ("metrics-host", "str", "127.0.0.1", "bind address of the Prometheus endpoint"),
+    ("metrics-port", "int", 9108, "port of the Prometheus endpoint (0: any free port)"),
+    ("learner", "str", "rgd", "rgd, coreset, ramp, ordi or river:<Class>"),
+    ("param", "list", [], "learner parameter key=value (repeatable)"),
+    ("max-features", "int", 10000, "messages with more features go to the dead-letter topic"),
+    ("max-message-bytes", "int", 1_000_000, "larger messages go to the dead-letter topic"),
+    ("labels", "csv", ["0", "1"], "allowed label values; with two, the second is the positive class"),
+    ("accuracy-window", "int", 1000, "labelled messages in the prequential accuracy window"),
+    ("poll-timeout-ms", "int", 500, "longest wait for a batch of messages"),
+    ("max-poll-records", "int", 500, "largest batch of messages"),
+    ("shutdown-timeout", "float", 20.0, "seconds allowed for a graceful stop after SIGTERM/SIGINT"),
+    ("security-protocol", "str", "PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
+    ("sasl-mechanism", "str", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER"),
+    ("sasl-plain-username", "str", None, "SASL username"),
+    ("sasl-plain-password", "str", None, "SASL password (prefer the environment variable)"),
+    ("ssl-cafile", "str", None, "CA file for SSL"),
+    ("ssl-certfile", "str", None, "client certificate for SSL"),
+    ("ssl-keyfile", "str", None, "client key for SSL"),
+    ("ssl-check-hostname", "bool", True, "check the broker's host name against its certificate"),
+    ("kafka-option", "list", [], "any other kafka-python client setting key=value (repeatable)"),
+    ("log-format", "str", "text", "text or json (one JSON object per line)"),
+    ("log-level", "str", "INFO", "DEBUG, INFO, WARNING or ERROR"),
+)
+
+_SECURITY_KEYS = ("security-protocol", "sasl-mechanism", "sasl-plain-username", "sasl-plain-password",
+                  "ssl-cafile", "ssl-certfile", "ssl-keyfile", "ssl-check-hostname")  # fmt: skip
+
+
+def _dest(flag: str) -> str:
+    return flag.replace("-", "_")
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add every serve flag with default ``None`` so that unset flags can be filled by env/file."""
+    parser.add_argument("--config", help="TOML file with any of the options below")
+    for flag, kind, default, text in SERVE_OPTIONS:
+        help_text = f"{text} (default: {default!r})" if default not in (None, []) else text
+        if kind == "list":
+            parser.add_argument(f"--{flag}", action="append", default=None, metavar="KEY=VALUE", help=help_text)
+        elif kind == "bool":
+            parser.add_argument(f"--{flag}", type=_parse_bool, default=None, metavar="BOOL", help=help_text)
+        else:
+            parser.add_argument(f"--{flag}", default=None, help=help_text)
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="phishing", help="shared dataset name or path (default: phishing)")
+    parser.add_argument("--flip", type=float, default=0.15, help="share of flipped labels (default: 0.15)")
+    parser.add_argument("--max-samples", type=int, default=None, help="replay at most this many messages")
+    parser.add_argument("--partitions", type=int, default=2, help="partitions of the input topic (default: 2)")
+    parser.add_argument("--learner", default="rgd", help="rgd, coreset, ramp, ordi or river:<Class>")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="learner parameter")
+    parser.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (default: any free port)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the split and the flips")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
+
+
+def _parse_bool(text: str) -> bool:
+    low = str(text).strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+@dataclass
+class ServeConfig:
+    """Resolved ``serve`` options (see :data:`SERVE_OPTIONS`); build with :func:`resolve`."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def learner_params(self) -> dict[str, Any]:
+        return parse_params(self.values["param"])
+
+    @property
+    def label_values(self) -> list[Any]:
+        return [parse_value(v) for v in self.values["labels"]]
+
+    def kafka_settings(self) -> dict[str, Any]:
+        """Settings passed to both KafkaConsumer and KafkaProducer (security + ``--kafka-option``)."""
+        out = {_dest(k): self.values[_dest(k)] for k in _SECURITY_KEYS if self.values[_dest(k)] is not None}
+        out.update(parse_params(self.values["kafka_option"]))
+        return out
+
+
+def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
+    try:
+        if raw is None:
+            return None
+        if kind == "int":
+            if isinstance(raw, bool):
+                raise ValueError
+            value = int(raw)
+            if value < 0:
+                raise ValueError
+            return value
+        if kind == "float":
+            value = float(raw)
+            if not value >= 0:
+                raise ValueError
+            return value
+        if kind == "bool":
+            return raw if isinstance(raw, bool) else _parse_bool(raw)
+        if kind == "csv":
+            items = raw if isinstance(raw, list) else str(raw).split(",")
+            items = [str(v).strip().lower() if isinstance(v, bool) else str(v).strip() for v in items]
+            if not items or any(not v for v in items):
+                raise ValueError
+            return items
+        if kind == "list":
+            if isinstance(raw, dict):
+                return [f"{k}={_toml_text(v)}" for k, v in raw.items()]
+            if isinstance(raw, str):
+                return [v.strip() for v in raw.split(",") if v.strip()]
+            return [str(v) for v in raw]
+        return str(raw)
+    except (ValueError, TypeError, argparse.ArgumentTypeError):
+        expected = {"int": "a non-negative integer", "float": "a non-negative number", "bool": "true or false",
+                    "csv": "comma-separated non-empty values"}.get(kind, "a value")  # fmt: skip
+        raise ValueError(f"{flag} (from {source}): expected {expected}, got {raw!r}") from None
+
+
+def _toml_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> ServeConfig:
+    """Merge command line, environment and ``--config`` file; raises ValueError naming the option."""
+    environ = os.environ if environ is None else environ
+    file_values: dict[str, Any] = {}
+    config_path = getattr(args, "config", None) or environ.get(ENV_PREFIX + "CONFIG")
+    if config_path:
+        try:
+            with open(config_path, "rb") as fh:
+                raw = tomllib.load(fh)
+        except OSError as exc:
+            raise ValueError(f"--config {config_path}: cannot read ({exc.strerror})") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"--config {config_path}: not valid TOML ({exc})") from None
+        known = {_dest(flag) for flag, *_ in SERVE_OPTIONS}
+        for key, value in raw.items():
+            if _dest(key) not in known:
+                raise ValueError(f"--config {config_path}: unknown option {key!r}")
+            file_values[_dest(key)] = value
+    values: dict[str, Any] = {}
+    for flag, kind, default, _ in SERVE_OPTIONS:
+        dest = _dest(flag)
+        env_name = ENV_PREFIX + dest.upper()
+        cli = getattr(args, dest, None)
+        if cli is not None:
+            values[dest] = _convert(f"--{flag}", kind, cli, "command line")
+        elif env_name in environ:
+            values[dest] = _convert(f"--{flag}", kind, environ[env_name], f"environment {env_name}")
+        elif dest in file_values:
+            values[dest] = _convert(f"--{flag}", kind, file_values[dest], f"--config {config_path}")
+        else:
+            values[dest] = default
+    if values["log_format"] not in ("text", "json"):
+        raise ValueError(f"--log-format: expected text or json, got {values['log_format']!r}")
+    if len(values["labels"]) < 2:
+        raise ValueError(f"--labels: need at least two label values, got {values['labels']!r}")
+    if len(set(values["labels"])) != len(values["labels"]):
+        raise ValueError(f"--labels: repeated label value in {values['labels']!r}")
+    if values["checkpoint_every"] < 1 or values["checkpoint_keep"] < 1:
+        raise ValueError("--checkpoint-every and --checkpoint-keep must be at least 1")
+    cfg = ServeConfig(values)
+    cfg.learner_params  # noqa: B018 - validate key=value now
+    cfg.kafka_settings()
+    return cfg

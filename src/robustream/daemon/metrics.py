@@ -1,0 +1,104 @@
+"""The daemon's Prometheus metrics: fixed names (DESIGN.md §5), base units, explicit buckets.
+
+Every metric lives in the :class:`DaemonMetrics` instance's own registry, so several daemons
+(or tests) in one process never collide, and ``METRIC_NAMES`` is what the dashboard and the
+alert rules are checked against.
+
+>>> m = DaemonMetrics()
+>>> m.messages.labels(outcome="ok").inc()
+>>> b"robustream_messages_total{outcome=\\"ok\\"} 1.0" in m.exposition()
+True
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+
+OUTCOMES = ("ok", "invalid", "dead_letter", "predict_only")
+
+# Per-message processing is microseconds to milliseconds; rebuilds and checkpoints are longer.
+PROCESS_BUCKETS = (1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025,
+                   0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # fmt: skip
+REBUILD_BUCKETS = (1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CHECKPOINT_BUCKETS = (1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+# Names as they appear in the exposition (counters carry their ``_total`` suffix there).
+METRIC_NAMES = (
+    "robustream_messages_total",
+    "robustream_samples_learned_total",
+    "robustream_outliers_total",
+    "robustream_rebuild_failures_total",
+    "robustream_checkpoint_fallbacks_total",
+    "robustream_broker_errors_total",
+    "robustream_margin_width",
+    "robustream_outlier_rate",
+    "robustream_prequential_accuracy",
+    "robustream_coreset_rows",
+    "robustream_consumer_lag_messages",
+    "robustream_model_version",
+    "robustream_last_rebuild_timestamp_seconds",
+    "robustream_rebuild_duration_seconds",
+    "robustream_process_duration_seconds",
+    "robustream_checkpoint_duration_seconds",
+)
+
+
+class DaemonMetrics:
+    """All metrics of one daemon, registered in ``self.registry``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        disable_created_metrics()  # the *_created series only double the exposition's size
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.messages = Counter(
+            "robustream_messages", "Input messages by outcome: ok (labelled, learned), predict_only (no label), "
+            "invalid (failed validation), dead_letter (sent to the dead-letter topic)", ["outcome"], registry=r,
+        )  # fmt: skip
+        for outcome in OUTCOMES:
+            self.messages.labels(outcome=outcome)
+        self.samples_learned = Counter("robustream_samples_learned", "Labelled samples passed to learn_one", registry=r)
+        self.outliers = Counter(
+            "robustream_outliers", "Labelled samples on the wrong side of the current model's margin", registry=r
+        )
+        self.rebuild_failures = Counter(
+            "robustream_rebuild_failures", "Rebuilds that kept the previous model (degenerate data)", registry=r
+        )
+        self.checkpoint_fallbacks = Counter(
+            "robustream_checkpoint_fallbacks", "Corrupt checkpoints skipped at start-up for an older one", registry=r
+        )
+        self.broker_errors = Counter(
+            "robustream_broker_errors", "Broker errors survived by retrying with backoff", registry=r
+        )
+        self.margin_width = Gauge("robustream_margin_width", "Margin width after the last rebuild", registry=r)
+        self.outlier_rate = Gauge(
+            "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers", registry=r
+        )
+        self.prequential_accuracy = Gauge(
+            "robustream_prequential_accuracy", "Accuracy (0-1) of predictions on the recent labelled messages",
+            registry=r,
+        )  # fmt: skip
+        self.coreset_rows = Gauge("robustream_coreset_rows", "Rows in the learner's maintained coreset", registry=r)
+        self.consumer_lag = Gauge(
+            "robustream_consumer_lag_messages", "Messages behind the end of each assigned partition", ["partition"],
+            registry=r,
+        )  # fmt: skip
+        self.model_version = Gauge("robustream_model_version", "Model version (number of rebuilds)", registry=r)
+        self.last_rebuild = Gauge(
+            "robustream_last_rebuild_timestamp_seconds", "Unix time of the last successful rebuild", registry=r
+        )
+        self.rebuild_duration = Histogram(
+            "robustream_rebuild_duration_seconds", "Time of one rebuild (inside learn_one)", buckets=REBUILD_BUCKETS,
+            registry=r,
+        )  # fmt: skip
+        self.process_duration = Histogram(
+            "robustream_process_duration_seconds", "Time to decode, predict and learn one message",
+            buckets=PROCESS_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.checkpoint_duration = Histogram(
+            "robustream_checkpoint_duration_seconds", "Time to write one checkpoint", buckets=CHECKPOINT_BUCKETS,
+            registry=r,
+        )  # fmt: skip
+
+    def exposition(self) -> bytes:
+        """The text exposition format, as served on ``/metrics``."""
+        return generate_latest(self.registry)

@@ -1,0 +1,108 @@
+"""One place that turns a learner name and ``key=value`` parameters into a River classifier.
+
+Used by ``robustream serve`` and ``robustream replay`` (and the benchmarks), so both accept the
+same names: ``rgd``, ``coreset``, ``ramp``, ``ordi`` and ``river:<module>.<Class>`` or
+``river:<Class>`` for any River classifier (e.g. ``river:LogisticRegression``,
+``river:linear_model.PAClassifier``).
+
+>>> from robustream.learners.registry import make_learner, parse_params
+>>> model = make_learner("rgd", parse_params(["rebuild_every=100", "outlier_fraction=0.1"]))
+>>> type(model).__name__, model.rebuild_every, model.outlier_fraction
+('RGDSVMClassifier', 100, 0.1)
+>>> type(make_learner("river:LogisticRegression")).__name__
+'LogisticRegression'
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any, Callable, Iterable
+
+from river import base
+
+# Modules searched for a bare ``river:<Class>`` name, in order.
+_RIVER_MODULES = ("linear_model", "tree", "naive_bayes", "neighbors", "forest", "ensemble", "dummy")
+
+
+def _robustream_learners() -> dict[str, Callable[..., base.Classifier]]:
+    from . import CoresetSVMClassifier, RampSVMClassifier, RGDSVMClassifier
+
+    found: dict[str, Callable[..., base.Classifier]] = {
+        "rgd": RGDSVMClassifier,
+        "coreset": CoresetSVMClassifier,
+        "ramp": RampSVMClassifier,
+    }
+    try:
+        from . import ORDIFilter  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - ORDIFilter lands with its own module
+        pass
+    else:
+        found["ordi"] = ORDIFilter
+    return found
+
+
+def learner_names() -> list[str]:
+    """The built-in learner names (``river:<Class>`` is accepted besides these)."""
+    return sorted(_robustream_learners())
+
+
+def parse_value(text: str) -> Any:
+    """``"3"`` -> 3, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"null"``/``"none"`` -> None, else the text."""
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_params(pairs: Iterable[str]) -> dict[str, Any]:
+    """Parse repeated ``key=value`` options; raises ValueError naming the bad item."""
+    params: dict[str, Any] = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--param {item!r}: expected key=value")
+        params[key.strip()] = parse_value(value)
+    return params
+
+
+def _river_class(name: str) -> Callable[..., base.Classifier]:
+    import river
+
+    if "." in name:
+        module, _, cls_name = name.rpartition(".")
+        candidates = [f"river.{module}"]
+    else:
+        cls_name, candidates = name, [f"river.{m}" for m in _RIVER_MODULES]
+    for module_name in candidates:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        cls = getattr(module, cls_name, None)
+        if isinstance(cls, type) and issubclass(cls, base.Classifier):
+            return cls
+    raise ValueError(f"--learner river:{name}: no River classifier of that name (river {river.__version__})")
+
+
+def make_learner(name: str, params: dict[str, Any] | None = None) -> base.Classifier:
+    """Build the learner ``name`` with ``params``; raises ValueError with a one-line reason."""
+    params = dict(params or {})
+    if name.startswith("river:"):
+        cls = _river_class(name[len("river:") :])
+    else:
+        known = _robustream_learners()
+        if name not in known:
+            raise ValueError(
+                f"--learner {name!r}: unknown learner (choose one of {', '.join(sorted(known))} or river:<Class>)"
+            )
+        cls = known[name]
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ValueError(f"--learner {name}: bad parameter ({exc})") from None
