@@ -13,6 +13,7 @@ MODULES = [
     "robustream.learners.coreset_svm",
     "robustream.learners.ramp",
     "robustream.evaluate",
+    "robustream.replay",
 ]
 
 

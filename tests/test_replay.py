@@ -1,0 +1,168 @@
+"""``robustream replay`` run end to end through ``robustream.cli.main``."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robustream import replay
+from robustream.cli import main
+from robustream.datasets import make_gaussian_classes, shared_datasets_dir
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_png(path: Path) -> bool:
+    data = path.read_bytes()
+    # signature, then the IHDR chunk with a non-zero width and height
+    return data[:8] == PNG_MAGIC and data[12:16] == b"IHDR" and int.from_bytes(data[16:20], "big") > 0 \
+        and int.from_bytes(data[20:24], "big") > 0
+
+
+@pytest.fixture(scope="module")
+def svm_file(tmp_path_factory) -> Path:
+    """300 rows of two Gaussian classes, written as xz-compressed svmlight with labels 0/1."""
+    X, y = make_gaussian_classes(150, d=6, seed=4)
+    lines = [f"{int(lab > 0)} " + " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(row)) for row, lab in zip(X, y)]
+    path = tmp_path_factory.mktemp("data") / "gauss.svm.xz"
+    with lzma.open(path, "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def rgd_run(svm_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("replay-rgd")
+    code = main(["replay", str(svm_file), "--learner", "rgd", "--param", "rebuild_every=40",
+                 "--param", "window_size=120", "--flip", "0.1,0.3", "--flip", "0", "--seeds", "2",
+                 "--out", str(out), "--quiet"])  # fmt: skip
+    return code, out, json.loads((out / "replay.json").read_text())
+
+
+def test_rgd_replay_writes_json_and_valid_pngs(rgd_run):
+    code, out, result = rgd_run
+    assert code == 0
+    assert result["flips"] == [0.0, 0.1, 0.3]
+    assert result["seeds"] == 2 and len(result["runs"]) == 6
+    assert result["learner_class"] == "RGDSVMClassifier" and result["params"]["rebuild_every"] == 40
+    assert result["dataset"]["n_samples"] == 300
+    assert set(result["plots"]) == {"prequential", "rebuilds", "error_vs_flip"}
+    for name in result["plots"].values():
+        assert _is_png(out / name), name
+    for run in result["runs"]:
+        # 300 rows -> 120 train + 90 validation streamed, 90 clean test rows
+        assert run["n_stream"] == 210 and run["n_test"] == 90
+        assert run["n_flipped"] == round(run["flip"] * 120) + round(run["flip"] * 90)
+        assert 0.0 <= run["holdout_error"] <= 1.0 and 0.0 <= run["prequential_accuracy"] <= 1.0
+        steps = [s for s, _ in run["curve"]]
+        assert steps == sorted(steps) and steps[-1] == 210
+        assert run["curve"][-1][1] == pytest.approx(run["prequential_accuracy"])
+        # rebuild every 40 rows: a record at each rebuild, with the learner's state
+        assert [r["step"] for r in run["rebuilds"]] == [40, 80, 120, 160, 200]
+        assert [r["n_rebuilds_"] for r in run["rebuilds"]] == [1, 2, 3, 4, 5]
+        assert all(0.0 <= r["outlier_rate_"] < 0.5 for r in run["rebuilds"])
+    summary = {s["flip"]: s for s in result["summary"]}
+    assert set(summary) == {0.0, 0.1, 0.3}
+    errors = [r["holdout_error"] for r in result["runs"] if r["flip"] == 0.3]
+    assert summary[0.3]["holdout_error_mean"] == pytest.approx(np.mean(errors))
+    # well separated classes: a useful model, not a coin toss
+    assert summary[0.0]["holdout_error_mean"] < 0.2
+
+
+def test_same_command_same_numbers(svm_file, rgd_run, tmp_path):
+    _, _, first = rgd_run
+    code = main(["replay", str(svm_file), "--learner", "rgd", "--param", "rebuild_every=40",
+                 "--param", "window_size=120", "--flip", "0.1,0.3", "--flip", "0", "--seeds", "2",
+                 "--out", str(tmp_path), "--quiet", "--no-plots"])  # fmt: skip
+    assert code == 0
+    again = json.loads((tmp_path / "replay.json").read_text())
+    assert again["plots"] == {} and not list(tmp_path.glob("*.png"))
+    assert [r["holdout_error"] for r in again["runs"]] == [r["holdout_error"] for r in first["runs"]]
+
+
+def test_river_learner_without_state_omits_rebuild_plot(svm_file, tmp_path, capsys):
+    code = main(["replay", str(svm_file), "--learner", "river:LogisticRegression", "--seeds", "1",
+                 "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    result = json.loads((tmp_path / "replay.json").read_text())
+    assert result["rebuild_state_recorded"] is False
+    assert set(result["plots"]) == {"prequential"}
+    assert not (tmp_path / "rebuilds.png").exists() and _is_png(tmp_path / "prequential.png")
+    assert any("rebuilds plot omitted" in n for n in result["notes"])
+    assert all(run["rebuilds"] == [] for run in result["runs"])
+    captured = capsys.readouterr()
+    assert "holdout error" in captured.out
+    assert "replay" in captured.err  # the progress bar (tqdm or the plain line) goes to stderr
+
+
+def test_adversarial_noise_flips_the_positive_class(svm_file, tmp_path):
+    code = main(["replay", str(svm_file), "--learner", "ramp", "--noise", "adversarial", "--flip", "0.2",
+                 "--seeds", "1", "--out", str(tmp_path), "--quiet", "--no-plots"])  # fmt: skip
+    assert code == 0
+    result = json.loads((tmp_path / "replay.json").read_text())
+    assert result["noise"] == "adversarial" and result["runs"][0]["n_flipped"] == 24 + 18
+
+
+@pytest.mark.dataset
+def test_shared_dataset_with_max_samples(tmp_path):
+    if not shared_datasets_dir().is_dir():
+        pytest.skip(f"shared datasets not found at {shared_datasets_dir()}")
+    code = main(["replay", "mushrooms", "--learner", "coreset", "--max-samples", "400", "--seeds", "1",
+                 "--flip", "0.15", "--out", str(tmp_path), "--quiet"])  # fmt: skip
+    assert code == 0
+    result = json.loads((tmp_path / "replay.json").read_text())
+    assert result["dataset"]["name"] == "mushrooms" and result["dataset"]["n_features"] == 112
+    assert result["runs"][0]["n_stream"] == 280 and result["runs"][0]["n_test"] == 120
+    assert result["summary"][0]["holdout_error_mean"] < 0.25
+    assert _is_png(tmp_path / "prequential.png") and _is_png(tmp_path / "rebuilds.png")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["{missing}"], "no such data file"),
+        (["{data}", "--flip", "0.7"], "--flip 0.7: must be in [0, 0.5)"),
+        (["{data}", "--flip", "0.1,abc"], "--flip abc: not a number"),
+        (["{data}", "--learner", "nope"], "--learner 'nope': unknown learner"),
+        (["{data}", "--learner", "river:NoSuchModel"], "no River classifier"),
+        (["{data}", "--param", "rebuild_every"], "expected key=value"),
+        (["{data}", "--param", "bogus=1"], "bad parameter"),
+        (["{data}", "--seeds", "0"], "--seeds 0: must be at least 1"),
+        (["{data}", "--max-samples", "x"], "--max-samples x: not an integer"),
+        (["{data}", "--noise", "gaussian"], "--noise gaussian: must be uniform or adversarial"),
+        (["{garbage}"], "DATASET"),
+        (["no-such-dataset-name"], "unknown data set"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, capsys):
+    garbage = tmp_path / "garbage.svm"
+    garbage.write_text("1 1:0.5\nnot-a-label 2:x\n")
+    values = {"missing": str(tmp_path / "missing.svm"), "data": str(svm_file), "garbage": str(garbage)}
+    argv = [a.format(**values) for a in argv]
+    code = main(["replay", *argv, "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert err.startswith("robustream replay: error: ") and err.count("\n") == 1
+    assert "Traceback" not in err
+    assert not (tmp_path / "out" / "replay.json").exists()
+
+
+def test_missing_matplotlib_is_one_line(svm_file, tmp_path, capsys, monkeypatch):
+    def no_matplotlib():
+        raise ImportError("No module named 'matplotlib'")
+
+    monkeypatch.setattr(replay, "_pyplot", no_matplotlib)
+    code = main(["replay", str(svm_file), "--out", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and 'pip install "robustream[bench]"' in err and err.count("\n") == 1
+
+
+def test_parse_flips_sorts_and_deduplicates():
+    assert replay.parse_flips(["0.2,0.1", "0.1", " 0 "]) == [0.0, 0.1, 0.2]
+    with pytest.raises(replay.ReplayError, match="empty value"):
+        replay.parse_flips(["0.1,"])
