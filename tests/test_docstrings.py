@@ -12,6 +12,8 @@ MODULES = [
     "robustream.learners.rgd",
     "robustream.learners.coreset_svm",
     "robustream.learners.ramp",
+    "robustream.learners.ordi",
+    "robustream.learners.registry",
     "robustream.evaluate",
     "robustream.replay",
 ]

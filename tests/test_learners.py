@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from river import checks, datasets, metrics, preprocessing
 
-from robustream import CoresetSVMClassifier, RampSVMClassifier, RGDSVMClassifier, persist  # noqa: F401
+from robustream import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier, persist  # noqa: F401
 
-LEARNERS = [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier]
+LEARNERS = [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier, ORDIFilter]
 
 # Written reasons for every check not run:
 # - check_learn_many_matches_learn_one on the StandardScaler pipeline: River's scaler scales a

@@ -5,8 +5,8 @@ Public API: :class:`RGDSVC` (scikit-learn batch estimator), :class:`RGDSVMClassi
 """
 
 from .batch import RGDSVC
-from .learners import CoresetSVMClassifier, RampSVMClassifier, RGDSVMClassifier
+from .learners import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier
 from .sketch import JLSketch
 
 __version__ = "0.1.0"
-__all__ = ["RGDSVC", "RGDSVMClassifier", "CoresetSVMClassifier", "RampSVMClassifier", "JLSketch", "__version__"]
+__all__ = ["RGDSVC", "RGDSVMClassifier", "CoresetSVMClassifier", "RampSVMClassifier", "ORDIFilter", "JLSketch", "__version__"]

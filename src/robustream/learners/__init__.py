@@ -2,7 +2,8 @@
 
 from .base import RebuildingLinearClassifier
 from .coreset_svm import CoresetSVMClassifier
+from .ordi import ORDIFilter
 from .ramp import RampSVMClassifier
 from .rgd import RGDSVMClassifier
 
-__all__ = ["RebuildingLinearClassifier", "RGDSVMClassifier", "CoresetSVMClassifier", "RampSVMClassifier"]
+__all__ = ["RebuildingLinearClassifier", "RGDSVMClassifier", "CoresetSVMClassifier", "RampSVMClassifier", "ORDIFilter"]

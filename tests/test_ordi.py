@@ -1,0 +1,242 @@
+"""ORDIFilter: the ORDI score against direct batch computations, what it ranks low, what the filter skips."""
+
+import math
+
+import numpy as np
+import pytest
+from river import base, linear_model, naive_bayes, preprocessing
+from sklearn.metrics import roc_auc_score
+
+from robustream import ORDIFilter
+from robustream.evaluate import noisy_stream, prequential
+from robustream.learners.ordi import H_4_HALF, ordi_bound
+from robustream.learners.registry import make_learner
+
+
+def _gaussian_rows(n=2000, d=10, sep=1.5, flip=0.15, seed=0):
+    """Two Gaussian classes along a random unit direction; returns rows, noisy labels, flip mask."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    w /= np.linalg.norm(w)
+    y = rng.random(n) < 0.5
+    X = rng.normal(size=(n, d)) + np.outer(np.where(y, sep, -sep), w)
+    flipped = rng.random(n) < flip
+    rows = [{f"f{j}": float(X[i, j]) for j in range(d)} for i in range(n)]
+    return rows, [bool(v) for v in y ^ flipped], flipped, X
+
+
+class _Recorder(base.Classifier):
+    """Remembers which samples (by object identity) it was taught."""
+
+    def __init__(self):
+        self.taught = []
+
+    def learn_one(self, x, y):
+        self.taught.append(id(x))
+
+    def predict_one(self, x):
+        return True
+
+
+def _streamed_scores(model, rows, labels):
+    scores = []
+    for x, y in zip(rows, labels):
+        scores.append(model.outlier_score_one(x, y))
+        model.learn_one(x, y)
+    return np.array(scores)
+
+
+# -- batch references -----------------------------------------------------------------------------
+def _psi(S, SB):
+    return float(np.trace(np.linalg.solve(S, SB)))
+
+
+def _batch_exact_dpsi(X, y, ridge):
+    """dψ of the last row by definition: ψ(all rows) - ψ(all rows but the last), mean held fixed."""
+    m = X.mean(axis=0)
+    Xc = X - m
+    d = X.shape[1]
+
+    def scatters(rows, labels):
+        S = rows.T @ rows + ridge * np.eye(d)
+        SB = np.zeros((d, d))
+        for c in set(labels):
+            idx = [i for i, lab in enumerate(labels) if lab == c]
+            nu = rows[idx].mean(axis=0)
+            SB += len(idx) * np.outer(nu, nu)
+        return S, SB
+
+    return _psi(*scatters(Xc, list(y))) - _psi(*scatters(Xc[:-1], list(y[:-1])))
+
+
+def _batch_bound(X, y, ridge):
+    """Theorem 3 (linear kernel) for every row at once, vectorised over rows."""
+    y = np.asarray(y)
+    Xc = X - X.mean(axis=0)
+    classes = sorted(set(y.tolist()))
+    nu = {c: Xc[y == c].mean(axis=0) for c in classes}
+    N = {c: int((y == c).sum()) for c in classes}
+    beta = sum(N[c] * nu[c] @ nu[c] for c in classes)
+    mu_x = np.array([nu[c] for c in y])
+    n_x = np.array([N[c] for c in y], dtype=float)
+    kappa = np.einsum("ij,ij->i", Xc, Xc)
+    a = np.einsum("ij,ij->i", mu_x, mu_x)
+    b = np.einsum("ij,ij->i", Xc, mu_x)
+    delta = n_x * np.sqrt(a**2 - 4 * a * b + 2 * kappa * a + 2 * b**2)
+    h = sum(1 / np.sqrt(i) for i in range(1, 5))
+    return (
+        beta * kappa / (ridge * (kappa - ridge))
+        + h * (delta + kappa) / (ridge * (n_x - 1))
+        + kappa * (delta + kappa) / (ridge * (kappa - ridge) * (n_x - 1))
+    )
+
+
+# -- the score against the batch computations -------------------------------------------------------
+@pytest.mark.parametrize("ridge", [0.1, 1.0, 10.0])
+def test_exact_score_is_the_change_of_discriminant_information(ridge):
+    rng = np.random.default_rng(1)
+    n, d = 120, 5
+    X = rng.normal(size=(n, d)) + np.repeat(rng.normal(size=(3, d)) * 2, n // 3, axis=0)
+    X[: n // 2, 4] = 0.0  # feature f4 only appears in the second half of the stream
+    y = np.repeat(["a", "b", "c"], n // 3)
+    order = rng.permutation(n)
+    X, y = X[order], y[order]
+    model = ORDIFilter(ridge=ridge, classifier=naive_bayes.GaussianNB())  # 3 classes
+    for t in range(n):
+        x = {f"f{j}": float(X[t, j]) for j in range(d) if X[t, j] != 0.0}
+        before = model.outlier_score_one(x, y[t])
+        model.learn_one(x, y[t])
+        assert -before == model.last_score_  # the pure score is the one learn_one uses
+        if t >= 10:
+            cols = [int(str(f)[1:]) for f in model.features_]  # the model's feature order
+            expected = _batch_exact_dpsi(X[: t + 1][:, cols], y[: t + 1], ridge)
+            assert model.last_score_ == pytest.approx(expected, rel=1e-7, abs=1e-12), t
+
+
+def test_ridge_inverse_stays_exact_over_many_updates():
+    rows, labels, _, X = _gaussian_rows(n=2100, d=4, seed=3)
+    model = ORDIFilter(grace_period=0)
+    for x, y in zip(rows, labels):
+        model.learn_one(x, y)
+    Xc = X - X.mean(axis=0)
+    np.testing.assert_allclose(model.mean_, X.mean(axis=0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(model.scatter_, Xc.T @ Xc, rtol=1e-9)
+    np.testing.assert_allclose(model.ridge_inverse_, np.linalg.inv(Xc.T @ Xc + np.eye(4)), rtol=1e-8, atol=1e-14)
+
+
+@pytest.mark.parametrize("ridge", [0.5, 2.0])
+def test_bound_score_matches_batch_theorem_3(ridge):
+    rows, labels, _, X = _gaussian_rows(n=300, d=6, seed=2)
+    model = ORDIFilter(score="bound", ridge=ridge)
+    for t, (x, y) in enumerate(zip(rows, labels)):
+        model.learn_one(x, y)
+        if t >= 5:
+            expected = _batch_bound(X[: t + 1], labels[: t + 1], ridge)[-1]
+            if np.sum((X[t] - X[: t + 1].mean(axis=0)) ** 2) <= ridge:
+                assert model.last_score_ == math.inf  # outside the theorem's assumption: kept
+            else:
+                assert model.last_score_ == pytest.approx(expected, rel=1e-9)
+    # the function itself, on every row of the final batch
+    Xc = X - X.mean(axis=0)
+    y = np.asarray(labels)
+    nus = {c: Xc[y == c].mean(axis=0) for c in (False, True)}
+    counts = {c: int((y == c).sum()) for c in (False, True)}
+    beta = sum(counts[c] * nus[c] @ nus[c] for c in counts)
+    batch = _batch_bound(X, labels, ridge)
+    for i in range(0, 300, 7):
+        got = ordi_bound(Xc[i], nus[y[i]], counts[y[i]], beta, ridge)
+        assert got == math.inf or got == pytest.approx(batch[i], rel=1e-9)
+    assert H_4_HALF == pytest.approx(1 + 2**-0.5 + 3**-0.5 + 0.5)
+
+
+# -- what the scores rank low -----------------------------------------------------------------------
+def test_exact_score_ranks_flipped_rows_as_outliers():
+    rows, labels, flipped, _ = _gaussian_rows(n=2000, flip=0.15, seed=0)
+    scores = _streamed_scores(ORDIFilter(), rows, labels)
+    ok = np.isfinite(scores)
+    ok[:100] = False  # the statistics need a start
+    assert roc_auc_score(flipped[ok], scores[ok]) > 0.9
+
+
+def test_theorem_3_bound_does_not_detect_flipped_rows():
+    # The documented caveat: the bound is built from norms, it cannot see on which side of its class
+    # mean a sample lies, and it ranks flipped rows *higher* (more important) than clean ones.
+    # Checked on the whole batch (the paper's use), where every row shares the same statistics.
+    _, labels, flipped, X = _gaussian_rows(n=2000, d=10, sep=2.0, flip=0.15, seed=0)
+    aucs = [roc_auc_score(flipped, -_batch_bound(X, labels, ridge)) for ridge in (0.1, 1.0, 10.0)]
+    assert max(aucs) < 0.55 and min(aucs) < 0.4, aucs
+
+
+# -- the filter ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fraction", [0.0, 0.1, 0.3])
+def test_filter_skips_the_expected_fraction_mostly_flipped_rows(fraction):
+    rows, labels, flipped, _ = _gaussian_rows(n=3000, flip=0.15, seed=4)
+    model = ORDIFilter(_Recorder(), removal_fraction=fraction, window_size=400, grace_period=200)
+    for x, y in zip(rows, labels):
+        model.learn_one(x, y)
+    taught = set(model.classifier_.taught)
+    skipped = np.array([id(x) not in taught for x in rows])
+    assert skipped.sum() == model.n_skipped_
+    assert not skipped[:200].any()  # grace period
+    assert skipped[200:].mean() == pytest.approx(fraction, abs=0.02)
+    assert model.outlier_rate_ == pytest.approx(fraction, abs=0.05)
+    if fraction:
+        # flipped rows are 15% of the stream; among the skipped rows they are far more common
+        assert flipped[skipped].mean() > 2.5 * flipped.mean()
+        assert model.classifier is not None and model.classifier.taught == []  # the argument was cloned
+
+
+def test_wrapped_logistic_regression_beats_the_bare_one_on_noisy_streams():
+    gains = []
+    for seed in range(3):
+        rows, labels, _, _ = _gaussian_rows(n=6000, d=10, sep=1.0, flip=0.0, seed=seed)
+        stream = list(noisy_stream(zip(rows, labels), flip=0.3, seed=seed))
+        bare = prequential(preprocessing.StandardScaler() | linear_model.LogisticRegression(), stream).get()
+        ordi = ORDIFilter(linear_model.LogisticRegression(), removal_fraction=0.2)
+        filtered = prequential(preprocessing.StandardScaler() | ordi, stream).get()
+        assert filtered > bare, (seed, filtered, bare)
+        gains.append(filtered - bare)
+    assert np.mean(gains) > 0.005
+
+
+def test_prediction_delegates_and_scoring_is_pure():
+    rows, labels, _, _ = _gaussian_rows(n=400, seed=5)
+    model = ORDIFilter(removal_fraction=0.2)
+    for x, y in zip(rows, labels):
+        model.learn_one(x, y)
+    x, y = rows[0], labels[0]
+    before = (model.mean_.copy(), model.ridge_inverse_.copy(), dict(model.class_counts_), model.n_seen_)
+    model.outlier_score_one({**x, "new": 3.0}, y)
+    assert np.array_equal(before[0], model.mean_) and np.array_equal(before[1], model.ridge_inverse_)
+    assert before[2:] == (model.class_counts_, model.n_seen_) and "new" not in model.features_
+    assert model.predict_proba_one(x) == model.classifier_.predict_proba_one(x)
+    assert model.predict_one(x) == model.classifier_.predict_one(x)
+
+
+# -- parameters ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"classifier": "river:LogisticRegression"}, "classifier"),
+        ({"removal_fraction": 1.0}, "removal_fraction"),
+        ({"removal_fraction": -0.1}, "removal_fraction"),
+        ({"ridge": 0.0}, "ridge"),
+        ({"ridge": float("inf")}, "ridge"),
+        ({"score": "rbf"}, "score"),
+        ({"window_size": 0}, "window_size"),
+        ({"window_size": 2.5}, "window_size"),
+        ({"grace_period": -1}, "grace_period"),
+    ],
+)
+def test_invalid_parameters_are_rejected_by_name(params, name):
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        ORDIFilter(**params)
+
+
+def test_constructor_stores_parameters_unchanged_and_registry_builds_it():
+    clf = linear_model.LogisticRegression()
+    model = ORDIFilter(clf, removal_fraction=0.1, ridge=2)
+    assert model.classifier is clf and model.ridge == 2 and model.classifier_ is not clf
+    built = make_learner("ordi", {})
+    assert isinstance(built, ORDIFilter) and isinstance(built.classifier_, linear_model.LogisticRegression)
+    assert make_learner("ordi", {"removal_fraction": 0.05}).removal_fraction == 0.05
