@@ -26,10 +26,10 @@ def _canonical(payload: Any) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-def dump(payload: dict, path: str | os.PathLike) -> None:
-    """Write ``payload`` (JSON-able) atomically with its checksum."""
+def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> None:
+    """Write ``payload`` (JSON-able) atomically with its checksum; ``format_name`` tells what the file holds."""
     body = _canonical(payload)
-    doc = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(body).hexdigest(), "payload": payload}
+    doc = {"format": format_name, "version": VERSION, "sha256": hashlib.sha256(body).hexdigest(), "payload": payload}
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -43,14 +43,14 @@ def dump(payload: dict, path: str | os.PathLike) -> None:
         raise
 
 
-def load(path: str | os.PathLike) -> dict:
+def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     """Read and verify a file written by :func:`dump`; raises :class:`CorruptModelError`."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptModelError(f"{path}: not a robustream model file ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise CorruptModelError(f"{path}: not a robustream model file (format field missing or wrong)")
+        raise CorruptModelError(f"{path}: not a {format_name} file ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != format_name:
+        raise CorruptModelError(f"{path}: not a {format_name} file (format field missing or wrong)")
     if doc.get("version") != VERSION:
         raise CorruptModelError(f"{path}: unsupported model file version {doc.get('version')!r} (expected {VERSION})")
     if hashlib.sha256(_canonical(doc.get("payload"))).hexdigest() != doc.get("sha256"):

@@ -1,0 +1,87 @@
+"""Checkpoints: the model state and the next input offsets, written together.
+
+Each checkpoint is one file ``checkpoint-<sequence>.json`` in the robustream file format
+(:mod:`robustream.persist`: versioned, SHA-256 checksummed, atomic temp file + rename; no pickle).
+The last ``keep`` files are kept. :meth:`CheckpointStore.load_latest` walks from the newest to
+the oldest and skips (and reports) any file that fails its checksum or cannot be rebuilt.
+
+>>> import tempfile
+>>> from river import linear_model
+>>> store = CheckpointStore(tempfile.mkdtemp(), keep=2)
+>>> path = store.save(linear_model.LogisticRegression(), {("in", 0): 42}, {"learner": "river:LogisticRegression"})
+>>> store.load_latest().offsets
+{('in', 0): 42}
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import persist
+from .state import StateError, decode_state, encode_state
+
+CHECKPOINT_FORMAT = "robustream-checkpoint"
+_NAME = re.compile(r"^checkpoint-(\d{12})\.json$")
+
+log = logging.getLogger("robustream.daemon")
+
+
+@dataclass
+class Checkpoint:
+    model: Any
+    offsets: dict[tuple[str, int], int]
+    meta: dict = field(default_factory=dict)
+    path: Path | None = None
+
+
+class CheckpointStore:
+    """A directory of numbered checkpoints; the newest readable one wins."""
+
+    def __init__(self, directory: str | os.PathLike, keep: int = 3):
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1, got {keep!r}")
+        self.directory = Path(directory)
+        self.keep = keep
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def paths(self) -> list[Path]:
+        """Checkpoint files, oldest first."""
+        found = [(int(m.group(1)), p) for p in self.directory.iterdir() if (m := _NAME.match(p.name))]
+        return [p for _, p in sorted(found)]
+
+    def save(self, model: Any, offsets: dict[tuple[str, int], int], meta: dict | None = None) -> Path:
+        """Write a new checkpoint atomically, then delete all but the newest ``keep``."""
+        existing = self.paths()
+        seq = int(_NAME.match(existing[-1].name).group(1)) + 1 if existing else 1
+        path = self.directory / f"checkpoint-{seq:012d}.json"
+        payload = {
+            "model": encode_state(model),
+            "offsets": sorted([topic, partition, offset] for (topic, partition), offset in offsets.items()),
+            "meta": meta or {},
+        }
+        persist.dump(payload, path, format_name=CHECKPOINT_FORMAT)
+        for old in self.paths()[: -self.keep]:
+            old.unlink(missing_ok=True)
+        return path
+
+    def load_latest(self, on_corrupt: Callable[[Path, str], None] | None = None) -> Checkpoint | None:
+        """The newest checkpoint that loads, or None; ``on_corrupt(path, reason)`` for each one skipped."""
+        for path in reversed(self.paths()):
+            try:
+                payload = persist.load(path, format_name=CHECKPOINT_FORMAT)
+                model = decode_state(payload["model"])
+                offsets = {(str(t), int(p)): int(o) for t, p, o in payload["offsets"]}
+                meta = dict(payload.get("meta") or {})
+            except (persist.CorruptModelError, StateError, KeyError, TypeError, ValueError, OSError) as exc:
+                reason = str(exc)
+                log.error("skipping checkpoint %s: %s", path, reason)
+                if on_corrupt is not None:
+                    on_corrupt(path, reason)
+                continue
+            return Checkpoint(model, offsets, meta, path)
+        return None

@@ -1,0 +1,174 @@
+"""Input validation and output records of the daemon (message schema: DESIGN.md §5).
+
+Input: ``{"id": str | int, "x": {feature: number, ...}, "y": label | null, "ts": optional}``.
+Every way a message can be wrong raises :class:`InvalidMessage` with a reason that names the
+field and the problem; the daemon sends it to the dead-letter topic with that reason.
+
+>>> labels = LabelSpace([0, 1])
+>>> decode_message(b'{"id": "a", "x": {"f": 1.5}, "y": 1}', labels=labels)
+Message(id='a', x={'f': 1.5}, y=1, ts=None)
+>>> decode_message(b'{"id": "a", "x": {"f": "big"}}', labels=labels)
+Traceback (most recent call last):
+...
+robustream.daemon.codec.InvalidMessage: field 'x.f': expected a number, got a string
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+DEAD_LETTER_RAW_LIMIT = 65536  # bytes of the original message copied into a dead letter
+
+
+class InvalidMessage(ValueError):
+    """The message cannot be decoded or validated; ``str(exc)`` is the reason."""
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str | int
+    x: dict[str, float]
+    y: Any
+    ts: Any
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    return "a number"
+
+
+class LabelSpace:
+    """The allowed labels (``--labels``); with two, the second is the positive class.
+
+    >>> space = LabelSpace(["ham", "spam"])
+    >>> space.to_internal("spam"), space.to_external(False)
+    (True, 'ham')
+    """
+
+    def __init__(self, values: list[Any]):
+        if len(values) < 2:
+            raise ValueError(f"--labels: need at least two label values, got {values!r}")
+        self.values = list(values)
+        self.binary = len(values) == 2
+
+    def find(self, y: Any) -> Any:
+        """The allowed label equal to ``y`` (booleans only match booleans); raises InvalidMessage."""
+        for v in self.values:
+            if isinstance(v, bool) != isinstance(y, bool):
+                continue
+            if isinstance(v, str) != isinstance(y, str):
+                continue
+            if v == y:
+                return v
+        allowed = ", ".join(json.dumps(v) for v in self.values)
+        raise InvalidMessage(f"field 'y': label {json.dumps(y)} is not one of {allowed} (--labels)")
+
+    def to_internal(self, label: Any) -> Any:
+        """What the learner sees: a bool for two labels (True = the second), else the label."""
+        return label == self.values[1] if self.binary else label
+
+    def to_external(self, pred: Any) -> Any:
+        if pred is None:
+            return None
+        if self.binary:
+            return self.values[1] if pred else self.values[0]
+        return pred
+
+    def __repr__(self) -> str:
+        return f"LabelSpace({self.values!r})"
+
+
+def _reject_constant(name: str) -> float:
+    raise InvalidMessage(f"{name} is not a finite number")
+
+
+def decode_message(
+    raw: bytes | None, *, labels: LabelSpace, max_bytes: int = 1_000_000, max_features: int = 10_000
+) -> Message:
+    """Decode and validate one input message; raises :class:`InvalidMessage`."""
+    if raw is None:
+        raise InvalidMessage("empty message (null value)")
+    if len(raw) > max_bytes:
+        raise InvalidMessage(f"message is {len(raw)} bytes, more than --max-message-bytes {max_bytes}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMessage(f"not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except InvalidMessage as exc:
+        raise InvalidMessage(f"not valid JSON: {exc}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise InvalidMessage(f"not valid JSON ({reason}{where})") from None
+    if not isinstance(doc, dict):
+        raise InvalidMessage(f"message is {_json_type(doc)}, expected a JSON object")
+    if "id" not in doc:
+        raise InvalidMessage("field 'id': missing")
+    msg_id = doc["id"]
+    if isinstance(msg_id, bool) or not isinstance(msg_id, (str, int)):
+        raise InvalidMessage(f"field 'id': expected a string or an integer, got {_json_type(msg_id)}")
+    if "x" not in doc:
+        raise InvalidMessage("field 'x': missing")
+    x_doc = doc["x"]
+    if not isinstance(x_doc, dict):
+        raise InvalidMessage(f"field 'x': expected an object of feature: number, got {_json_type(x_doc)}")
+    if len(x_doc) > max_features:
+        raise InvalidMessage(f"field 'x': {len(x_doc)} features, more than --max-features {max_features}")
+    x: dict[str, float] = {}
+    for key, value in x_doc.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidMessage(f"field 'x.{key}': expected a number, got {_json_type(value)}")
+        value = float(value)  # a huge integer literal overflows to inf here
+        if not math.isfinite(value):
+            raise InvalidMessage(f"field 'x.{key}': {value} is not a finite number")
+        x[key] = value
+    y = doc.get("y")
+    if y is not None:
+        if isinstance(y, (list, dict)):
+            raise InvalidMessage(f"field 'y': expected a label, got {_json_type(y)}")
+        y = labels.find(y)
+    ts = doc.get("ts")
+    if ts is not None and (isinstance(ts, (bool, list, dict))):
+        raise InvalidMessage(f"field 'ts': expected a number or a string, got {_json_type(ts)}")
+    return Message(msg_id, x, y, ts)
+
+
+def encode_json(record: dict) -> bytes:
+    """Compact UTF-8 JSON (no NaN) for the output topics."""
+    return json.dumps(record, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode("utf-8")
+
+
+def dead_letter(raw: bytes | None, *, error: str, topic: str, partition: int, offset: int) -> dict:
+    """The dead-letter record: the reason, where the message was, and the message itself.
+
+    ``raw`` is the original text when it is UTF-8, else ``raw_base64``; beyond
+    ``DEAD_LETTER_RAW_LIMIT`` bytes it is cut (``raw_truncated``) — the original stays at
+    ``partition``/``offset`` of the input topic.
+    """
+    record: dict[str, Any] = {"error": error, "topic": topic, "partition": partition, "offset": offset}
+    data = raw or b""
+    truncated = len(data) > DEAD_LETTER_RAW_LIMIT
+    data = data[:DEAD_LETTER_RAW_LIMIT]
+    try:
+        record["raw"] = data.decode("utf-8") if raw is not None else None
+    except UnicodeDecodeError:
+        record["raw"] = None
+        record["raw_base64"] = base64.b64encode(data).decode("ascii")
+    if truncated:
+        record["raw_truncated"] = True
+    return record

@@ -1,0 +1,507 @@
+"""``robustream serve``: the Kafka consumer daemon.
+
+Loop: poll a batch -> decode and validate -> predict (and learn when labelled) -> produce
+predictions and dead letters -> (every ``--checkpoint-every`` messages or ``--checkpoint-interval``
+seconds) flush -> checkpoint model + next offsets -> commit. Offsets are stored in the checkpoint and
+sought on assignment (the larger of the checkpoint's and the group's committed offset), so a
+restart resumes exactly where the last checkpoint left off: at-least-once, with duplicates limited
+to what was processed after the last checkpoint.
+
+Nothing here depends on a particular broker: it is plain kafka-python against any Kafka cluster.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata
+from prometheus_client import start_http_server
+
+from ..learners.registry import make_learner
+from .checkpoint import CheckpointStore
+from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json
+from .config import ServeConfig, resolve
+from .metrics import DaemonMetrics
+
+log = logging.getLogger("robustream.daemon")
+
+OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelled message is flagged
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"ts": round(record.created, 3), "level": record.levelname, "logger": record.name,
+               "msg": record.getMessage()}  # fmt: skip
+        doc.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
+    """Text or one-JSON-object-per-line logs on stderr for the daemon's loggers."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        _JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
+    root = logging.getLogger("robustream")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+    kafka_log = logging.getLogger("kafka")
+    kafka_log.handlers[:] = [handler]
+    kafka_log.setLevel(logging.ERROR if level.upper() != "DEBUG" else logging.INFO)
+    kafka_log.propagate = False
+
+
+def _split_client_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    consumer, producer = {}, {}
+    for key, value in settings.items():
+        known = False
+        if key in KafkaConsumer.DEFAULT_CONFIG:
+            consumer[key], known = value, True
+        if key in KafkaProducer.DEFAULT_CONFIG:
+            producer[key], known = value, True
+        if not known:
+            raise ValueError(f"--kafka-option {key}: not a kafka-python consumer or producer setting")
+    return consumer, producer
+
+
+# -- learner statistics (robustream learners, River wrappers around them, or plain River models) ----
+def _binary_parts(model: Any) -> list[Any]:
+    """The robustream binary learners inside ``model`` (itself, a OneVsRest's members, ...)."""
+    if hasattr(model, "margin_width_"):
+        return [model]
+    members = getattr(model, "classifiers", None)
+    if isinstance(members, dict):
+        return [m for m in members.values() if hasattr(m, "margin_width_")]
+    inner = getattr(model, "classifier", None)
+    return _binary_parts(inner) if inner is not None else []
+
+
+class Daemon:
+    """One consumer of the group: owns the model, the clients and the metrics.
+
+    Build with a resolved :class:`~robustream.daemon.config.ServeConfig`; :meth:`run` returns the
+    exit code. :meth:`request_stop` (also bound to SIGTERM/SIGINT by :func:`run_serve`) ends it
+    gracefully after the current batch.
+    """
+
+    def __init__(self, cfg: ServeConfig, metrics: DaemonMetrics | None = None):
+        self.cfg = cfg
+        self.metrics = metrics or DaemonMetrics()
+        self.labels = LabelSpace(cfg.label_values)
+        self.consumer_settings, self.producer_settings = _split_client_settings(cfg.kafka_settings())
+        self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
+        self._stop = threading.Event()
+        self.consumer: KafkaConsumer | None = None
+        self.producer: KafkaProducer | None = None
+        self.metrics_server = None
+        self.metrics_port: int | None = None
+        self.model, self.checkpoint_offsets = self._restore()
+        self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
+        self._pending: list[tuple[Any, str, bytes | None, bytes]] = []  # sends not yet confirmed
+        self._newly_assigned: set[TopicPartition] = set()
+        self._since_checkpoint = 0
+        self._last_checkpoint = time.monotonic()
+        self._retry_at = 0.0
+        self._backoff = 0.5
+        self._recent = collections.deque(maxlen=cfg.accuracy_window)
+        self.n_processed = 0
+        self.n_learned = getattr(self, "_restored_learned", 0)
+        self._publish_model_gauges()
+
+    # -- model -----------------------------------------------------------------------------------
+    def _learner_meta(self) -> dict:
+        return {"learner": self.cfg.learner, "params": self.cfg.learner_params, "labels": self.labels.values}
+
+    def _new_model(self) -> Any:
+        model = make_learner(self.cfg.learner, self.cfg.learner_params)
+        if not self.labels.binary and not model._multiclass:
+            from river.multiclass import OneVsRestClassifier
+
+            model = OneVsRestClassifier(model)
+        return model
+
+    def _restore(self) -> tuple[Any, dict[tuple[str, int], int]]:
+        def corrupt(path, reason):
+            self.metrics.checkpoint_fallbacks.inc()
+
+        ckpt = self.store.load_latest(on_corrupt=corrupt)
+        if ckpt is None:
+            log.info("no checkpoint in %s: starting a new %s model", self.cfg.checkpoint_dir, self.cfg.learner)
+            return self._new_model(), {}
+        made_by = {k: ckpt.meta.get(k) for k in ("learner", "params", "labels")}
+        if made_by != json.loads(json.dumps(self._learner_meta())):
+            raise ValueError(
+                f"--checkpoint-dir {self.cfg.checkpoint_dir}: the checkpoint was made with {made_by}, not with "
+                f"{self._learner_meta()}; use the same settings or another checkpoint directory"
+            )
+        log.info("restored %s (%d partition offsets)", ckpt.path, len(ckpt.offsets))
+        self._restored_learned = int(ckpt.meta.get("samples_learned", 0))
+        return ckpt.model, dict(ckpt.offsets)
+
+    def _model_version(self) -> int:
+        parts = _binary_parts(self.model)
+        if parts:
+            return int(sum(p.n_rebuilds_ for p in parts))
+        return self.n_learned
+
+    def _publish_model_gauges(self) -> None:
+        parts = _binary_parts(self.model)
+        m = self.metrics
+        if parts:
+            m.margin_width.set(sum(p.margin_width_ for p in parts) / len(parts))
+            m.outlier_rate.set(sum(p.outlier_rate_ for p in parts) / len(parts))
+            m.coreset_rows.set(sum(len(p._buffer.coreset) for p in parts))
+        m.model_version.set(self._model_version())
+
+    def _rebuild_count(self) -> int:
+        return sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in _binary_parts(self.model))
+
+    # -- one message -------------------------------------------------------------------------------
+    def process(self, topic: str, partition: int, offset: int, key: bytes | None, raw: bytes | None) -> None:
+        """Decode, predict, learn, and queue the output record of one input message."""
+        m = self.metrics
+        start = time.perf_counter()
+        try:
+            msg = decode_message(
+                raw, labels=self.labels, max_bytes=self.cfg.max_message_bytes, max_features=self.cfg.max_features
+            )
+        except InvalidMessage as exc:
+            record = dead_letter(raw, error=str(exc), topic=topic, partition=partition, offset=offset)
+            self._send(self.cfg.dead_letter_topic, key, encode_json(record))
+            m.messages.labels(outcome="invalid").inc()
+            m.process_duration.observe(time.perf_counter() - start)
+            return
+        rebuilds_before = self._rebuild_count()
+        try:
+            out = self._predict_and_learn(msg)
+        except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
+            log.exception("processing message %s at %s/%d/%d failed", msg.id, topic, partition, offset)
+            record = dead_letter(raw, error=f"processing failed: {type(exc).__name__}: {exc}", topic=topic,
+                                 partition=partition, offset=offset)  # fmt: skip
+            self._send(self.cfg.dead_letter_topic, key, encode_json(record))
+            m.messages.labels(outcome="dead_letter").inc()
+            return
+        self._send(self.cfg.predictions_topic, key, encode_json(out))
+        elapsed = time.perf_counter() - start
+        if self._rebuild_count() != rebuilds_before:
+            m.rebuild_duration.observe(elapsed)
+            self._publish_model_gauges()
+            m.last_rebuild.set(time.time())
+        else:
+            m.process_duration.observe(elapsed)
+
+    def _predict_and_learn(self, msg) -> dict:
+        m = self.metrics
+        model = self.model
+        proba = model.predict_proba_one(msg.x)
+        pred = max(proba, key=proba.get) if proba else model.predict_one(msg.x)
+        parts = _binary_parts(model)
+        out: dict[str, Any] = {
+            "id": msg.id,
+            "y_pred": self.labels.to_external(pred),
+            "proba": float(proba[pred]) if proba and pred in proba else None,
+            "margin": None,
+            "model_version": self._model_version(),
+        }
+        if parts and self.labels.binary:
+            out["margin"] = -float(parts[0].outlier_score_one(msg.x, True))
+        if msg.y is None:
+            m.messages.labels(outcome="predict_only").inc()
+            return out
+        target = self.labels.to_internal(msg.y)
+        score = None
+        if parts:
+            member = parts[0] if self.labels.binary else getattr(model, "classifiers", {}).get(target)
+            if member is not None:
+                score = float(member.outlier_score_one(msg.x, True if not self.labels.binary else target))
+        out["outlier"] = None if score is None else bool(score > OUTLIER_THRESHOLD)
+        if out["outlier"]:
+            m.outliers.inc()
+        self._recent.append(out["y_pred"] == msg.y)
+        m.prequential_accuracy.set(sum(self._recent) / len(self._recent))
+        failed_before = sum(p.n_failed_rebuilds_ for p in parts)
+        model.learn_one(msg.x, target)
+        parts = _binary_parts(model)
+        failed = sum(p.n_failed_rebuilds_ for p in parts) - failed_before
+        if failed > 0:
+            m.rebuild_failures.inc(failed)
+        m.samples_learned.inc()
+        self.n_learned += 1
+        m.messages.labels(outcome="ok").inc()
+        return out
+
+    # -- output and offsets --------------------------------------------------------------------------
+    def _send(self, topic: str, key: bytes | None, value: bytes) -> None:
+        future = self.producer.send(topic, key=key, value=value)
+        self._pending.append((future, topic, key, value))
+
+    def _flush_outputs(self, timeout: float) -> None:
+        """Block until every queued output is acknowledged; resend failures. Raises KafkaError."""
+        deadline = time.monotonic() + timeout
+        while self._pending:
+            self.producer.flush(timeout=max(0.1, deadline - time.monotonic()))
+            failed = [(t, k, v) for f, t, k, v in self._pending if not f.is_done or f.failed()]
+            self._pending = []
+            if not failed:
+                return
+            if time.monotonic() >= deadline:
+                self._pending = [(None, t, k, v) for t, k, v in failed]
+                raise KafkaError(f"{len(failed)} output records not acknowledged within {timeout:.0f} s")
+            for t, k, v in failed:
+                self._send(t, k, v)
+
+    def _flush_and_checkpoint(self, timeout: float) -> dict | None:
+        """Flush outputs, then checkpoint model + next offsets; the offsets to commit, or None on broker trouble."""
+        if self._pending and self._pending[0][0] is None:  # records a failed flush left behind
+            retry, self._pending = self._pending, []
+            for _, t, k, v in retry:
+                self._send(t, k, v)
+        try:
+            self._flush_outputs(timeout)
+        except KafkaError as exc:
+            self._broker_trouble("flushing outputs", exc)
+            return None
+        if self.next_offsets or self._since_checkpoint:
+            self.checkpoint_offsets.update(self.next_offsets)
+            start = time.perf_counter()
+            meta = {**self._learner_meta(), "saved_at": time.time(), "model_version": self._model_version(),
+                    "samples_learned": self.n_learned}  # fmt: skip
+            self.store.save(self.model, self.checkpoint_offsets, meta)
+            self.metrics.checkpoint_duration.observe(time.perf_counter() - start)
+        self._since_checkpoint = 0
+        self._last_checkpoint = time.monotonic()
+        return {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in self.next_offsets.items()}
+
+    def checkpoint_and_commit(self, timeout: float = 30.0) -> bool:
+        """Flush -> checkpoint model + next offsets -> commit. False (and a retry later) on broker trouble."""
+        to_commit = self._flush_and_checkpoint(timeout)
+        if to_commit is None:
+            return False
+        if to_commit:
+            try:
+                self.consumer.commit(offsets=to_commit)
+            except KafkaError as exc:
+                # the checkpoint already holds these offsets; they are sought on the next assignment
+                self._broker_trouble("committing offsets", exc)
+                return False
+            self.next_offsets.clear()
+        self._backoff = 0.5
+        return True
+
+    def _on_revoked(self, revoked) -> None:
+        # Runs inside poll (on kafka-python's IO thread in 3.x, where blocking consumer calls are not
+        # allowed): flush + checkpoint are local or the producer's; the commit is asynchronous. If that
+        # commit loses the race with the rebalance, the next owner redoes at most one checkpoint interval.
+        if self.next_offsets or self._pending:
+            to_commit = self._flush_and_checkpoint(10.0)
+            if to_commit:
+                self.consumer.commit_async(offsets=to_commit)
+                self.next_offsets.clear()
+        for tp in revoked:
+            try:
+                self.metrics.consumer_lag.remove(str(tp.partition))
+            except KeyError:
+                pass
+
+    def _seek_to_checkpoint(self, batch: dict) -> dict:
+        """For newly assigned partitions, skip ahead to the checkpoint's offset when the group's committed
+        offset is behind it (a crash between checkpoint and commit); drops the records fetched before."""
+        for tp in list(self._newly_assigned):
+            self._newly_assigned.discard(tp)
+            target = self.checkpoint_offsets.get((tp.topic, tp.partition))
+            if target is None:
+                continue
+            records = batch.get(tp)
+            position = records[0].offset if records else self.consumer.position(tp)
+            if position is not None and position < target:
+                self.consumer.seek(tp, target)
+                batch.pop(tp, None)
+                log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition,
+                         target, position)  # fmt: skip
+        return batch
+
+    def _broker_trouble(self, what: str, exc: Exception) -> None:
+        self.metrics.broker_errors.inc()
+        self._retry_at = time.monotonic() + self._backoff
+        log.warning("broker trouble while %s (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc,
+                    self._backoff)  # fmt: skip
+        self._backoff = min(self._backoff * 2, 30.0)
+
+    def _update_lag(self) -> None:
+        for tp in self.consumer.assignment():
+            high = self.consumer.highwater(tp)
+            if high is None:
+                continue
+            position = self.next_offsets.get((tp.topic, tp.partition))
+            if position is None:
+                try:
+                    position = self.consumer.position(tp, timeout_ms=0)
+                except (KafkaError, TypeError):
+                    continue
+                if position is None:
+                    continue
+            self.metrics.consumer_lag.labels(partition=str(tp.partition)).set(max(0, high - position))
+
+    # -- group membership --------------------------------------------------------------------------------
+    def _listener(self) -> ConsumerRebalanceListener:
+        daemon = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                try:
+                    daemon._on_revoked(revoked)
+                except Exception:  # noqa: BLE001 - a failing listener must not break the group protocol
+                    log.exception("checkpoint on revocation failed")
+
+            def on_partitions_assigned(self, assigned):
+                daemon._newly_assigned.update(assigned)
+                log.info("assigned %s", sorted(f"{tp.topic}/{tp.partition}" for tp in assigned))
+
+            def on_partitions_lost(self, lost):
+                # another member owns them now: what was processed here after the last checkpoint is redone there
+                for tp in lost:
+                    daemon.next_offsets.pop((tp.topic, tp.partition), None)
+                log.warning("lost %s", sorted(f"{tp.topic}/{tp.partition}" for tp in lost))
+
+        return Listener()
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def start_metrics(self) -> int:
+        self.metrics_server, _ = start_http_server(
+            self.cfg.metrics_port, addr=self.cfg.metrics_host, registry=self.metrics.registry
+        )
+        self.metrics_port = self.metrics_server.server_port
+        log.info("metrics on http://%s:%d/metrics", self.cfg.metrics_host, self.metrics_port)
+        return self.metrics_port
+
+    def _connect(self) -> bool:
+        """Create the clients, retrying with backoff while the broker is unreachable."""
+        backoff = 0.5
+        while not self.stopping:
+            try:
+                common = {"bootstrap_servers": self.cfg.bootstrap_servers.split(",")}
+                self.producer = KafkaProducer(**common, acks="all", linger_ms=5, **self.producer_settings)
+                consumer_settings = {"enable_auto_commit": False, "auto_offset_reset": "earliest",
+                                     "max_poll_records": self.cfg.max_poll_records, **self.consumer_settings}  # fmt: skip
+                self.consumer = KafkaConsumer(**common, group_id=self.cfg.group_id, **consumer_settings)
+                self.consumer.subscribe([self.cfg.input_topic], listener=self._listener())
+                log.info("connected to %s, group %s, topic %s", self.cfg.bootstrap_servers, self.cfg.group_id,
+                         self.cfg.input_topic)  # fmt: skip
+                return True
+            except KafkaError as exc:
+                self.metrics.broker_errors.inc()
+                log.warning("cannot reach the brokers (%s: %s); retrying in %.1f s", type(exc).__name__, exc, backoff)
+                for client in (self.producer, self.consumer):
+                    if client is not None:
+                        try:
+                            client.close()
+                        except Exception:  # noqa: BLE001
+                            pass
+                self.producer = self.consumer = None
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+        return False
+
+    def run(self) -> int:
+        """Serve until :meth:`request_stop`; returns the process exit code."""
+        if self.metrics_server is None:
+            self.start_metrics()
+        if not self._connect():
+            return 0
+        cfg = self.cfg
+        try:
+            while not self.stopping:
+                try:
+                    batch = self.consumer.poll(timeout_ms=cfg.poll_timeout_ms)
+                except KafkaError as exc:
+                    self._broker_trouble("polling", exc)
+                    self._stop.wait(min(self._backoff, 1.0))
+                    continue
+                batch = self._seek_to_checkpoint(batch)
+                for tp, records in batch.items():
+                    for r in records:
+                        self.process(tp.topic, tp.partition, r.offset, r.key, r.value)
+                        self.next_offsets[(tp.topic, tp.partition)] = r.offset + 1
+                        self._since_checkpoint += 1
+                        self.n_processed += 1
+                self._update_lag()
+                due = self._since_checkpoint >= cfg.checkpoint_every or (
+                    (self._since_checkpoint or self.next_offsets or self._pending)
+                    and time.monotonic() - self._last_checkpoint >= cfg.checkpoint_interval
+                )
+                if due and time.monotonic() >= self._retry_at:
+                    self.checkpoint_and_commit()
+            ok = self.checkpoint_and_commit(timeout=max(1.0, cfg.shutdown_timeout / 2))
+            log.info("stopping: final checkpoint %s", "written and committed" if ok else "FAILED")
+            return 0 if ok else 1
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for name in ("consumer", "producer"):
+            client = getattr(self, name)
+            if client is not None:
+                try:
+                    client.close(timeout=5) if name == "producer" else client.close(autocommit=False)
+                except Exception:  # noqa: BLE001 - closing is best effort
+                    pass
+                setattr(self, name, None)
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+            self.metrics_server.server_close()
+            self.metrics_server = None
+
+
+def run_serve(args, parser=None) -> int:
+    """Entry point of ``robustream serve``."""
+    try:
+        cfg = resolve(args)
+    except ValueError as exc:
+        print(f"robustream serve: error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(cfg.log_format, cfg.log_level)
+    try:
+        daemon = Daemon(cfg)
+    except ValueError as exc:
+        print(f"robustream serve: error: {exc}", file=sys.stderr)
+        return 2
+
+    def on_signal(signum, frame):
+        if daemon.stopping:
+            return
+        log.info("signal %d: finishing the batch, then checkpoint, commit and exit", signum)
+        daemon.request_stop()
+        # bounded: if the graceful path hangs (e.g. broker gone), leave without it
+        timer = threading.Timer(cfg.shutdown_timeout, lambda: os._exit(1))
+        timer.daemon = True
+        timer.start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        daemon.start_metrics()
+    except OSError as exc:
+        print(f"robustream serve: error: --metrics-port {cfg.metrics_port}: cannot listen ({exc.strerror})",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    return daemon.run()

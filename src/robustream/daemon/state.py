@@ -1,0 +1,252 @@
+"""Model state as plain JSON, for any River model, without pickle.
+
+The daemon must checkpoint whatever River classifier it runs (robustream's learners, a River
+``LogisticRegression``, a ``OneVsRestClassifier``, a pipeline) and load it back at start-up. Pickle
+would run arbitrary code from a file on disk, so the object graph is walked with Python's own
+reduce protocol (``__reduce_ex__``) and written as JSON; loading rebuilds only classes and
+functions from an allowlist (River, robustream and a few standard containers). Shared references
+and cycles are kept (each object is written once and referred to by number), floats round-trip
+exactly, NumPy arrays are stored as base64 of their bytes.
+
+>>> from river import linear_model
+>>> model = linear_model.LogisticRegression()
+>>> model.learn_one({"a": 1.0, "b": -2.0}, True)
+>>> copy = decode_state(json.loads(json.dumps(encode_state(model))))
+>>> copy.predict_proba_one({"a": 0.5}) == model.predict_proba_one({"a": 0.5})
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import copyreg
+import importlib
+import json  # noqa: F401 - used by the docstring example
+import math
+from typing import Any
+
+import numpy as np
+
+STATE_FORMAT = 1
+
+# Whole module trees whose classes and functions may be rebuilt.
+ALLOWED_PREFIXES = ("river.", "robustream.")
+# Single globals outside them (module, qualified name).
+ALLOWED_GLOBALS = frozenset(
+    [("builtins", n) for n in ("object", "float", "int", "str", "bool", "complex", "list", "dict", "set",
+                               "frozenset", "tuple", "bytes", "bytearray", "getattr", "slice", "range")]
+    + [("copyreg", "__newobj__"), ("copyreg", "__newobj_ex__"), ("copyreg", "_reconstructor")]
+    + [("collections", n) for n in ("OrderedDict", "defaultdict", "deque", "Counter")]
+    + [("functools", "partial"), ("random", "Random"), ("operator", "itemgetter"), ("operator", "attrgetter")]
+    + [("numpy", "dtype"), ("numpy.random", "default_rng"), ("numpy.random", "Generator"),
+       ("numpy.random", "PCG64"), ("numpy.random._pickle", "__generator_ctor"),
+       ("numpy.random._pickle", "__bit_generator_ctor")]
+)  # fmt: skip
+
+
+class StateError(ValueError):
+    """The model cannot be written as JSON state, or a state document is not one we may rebuild."""
+
+
+def _global_name(obj: Any) -> tuple[str, str]:
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if module is None or qualname is None:
+        raise StateError(f"cannot name {obj!r}")
+    # compiled classes report a private module path; use the first path that gives the same object back
+    for candidate in (module, module.rsplit(".", 1)[0], "river.utils"):
+        try:
+            found: Any = importlib.import_module(candidate)
+            for part in qualname.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError):
+            continue
+        if found is obj:
+            return candidate, qualname
+    raise StateError(f"cannot name {module}.{qualname}: it is not reachable by that name")
+
+
+def _allowed(module: str, qualname: str) -> bool:
+    return (module, qualname) in ALLOWED_GLOBALS or module.startswith(ALLOWED_PREFIXES) or module in (
+        "river",
+        "robustream",
+    )
+
+
+def _resolve(module: str, qualname: str) -> Any:
+    if not _allowed(module, qualname) or "<" in qualname:
+        raise StateError(f"state refers to {module}.{qualname}, which is not on the allowlist")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.memo: dict[int, int] = {}
+        self.keepalive: list[Any] = []  # temporaries must outlive the walk or their ids get reused
+
+    def ref(self, obj: Any) -> Any:
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if type(obj) is int:
+            return obj
+        if isinstance(obj, float) and type(obj) in (float, np.float64):
+            return obj if math.isfinite(obj) else {"t": "float", "v": repr(float(obj))}
+        if isinstance(obj, np.generic):
+            return {"t": "npscalar", "dtype": obj.dtype.str, "v": base64.b64encode(obj.tobytes()).decode()}
+        key = id(obj)
+        if key in self.memo:
+            return {"t": "ref", "id": self.memo[key]}
+        self.keepalive.append(obj)
+        n = self.memo[key] = len(self.memo)
+        return self.encode(obj, n)
+
+    def encode(self, obj: Any, n: int) -> dict:
+        t = type(obj)
+        if t is list:
+            return {"t": "list", "id": n, "v": [self.ref(v) for v in obj]}
+        if t is tuple:
+            return {"t": "tuple", "id": n, "v": [self.ref(v) for v in obj]}
+        if t is dict:
+            return {"t": "dict", "id": n, "v": [[self.ref(k), self.ref(v)] for k, v in obj.items()]}
+        if t in (set, frozenset):
+            return {"t": t.__name__, "id": n, "v": [self.ref(v) for v in obj]}
+        if t is bytes:
+            return {"t": "bytes", "id": n, "v": base64.b64encode(obj).decode()}
+        if t is np.ndarray:
+            if obj.dtype.hasobject:
+                raise StateError("cannot write a NumPy array of Python objects")
+            data = np.ascontiguousarray(obj)
+            return {"t": "ndarray", "id": n, "dtype": obj.dtype.str, "shape": list(obj.shape),
+                    "v": base64.b64encode(data.tobytes()).decode()}  # fmt: skip
+        if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__") and not hasattr(obj, "__dict__"):
+            module, qualname = _global_name(obj)
+            return {"t": "global", "id": n, "module": module, "name": qualname}
+        if hasattr(obj, "__code__") or type(obj).__name__ in ("builtin_function_or_method", "method"):
+            owner = getattr(obj, "__self__", None)
+            if owner is not None and not isinstance(owner, type) and type(owner).__name__ != "module":
+                return {"t": "method", "id": n, "self": self.ref(owner), "name": obj.__name__}
+            module, qualname = _global_name(obj)
+            if "<lambda>" in qualname or "<locals>" in qualname:
+                raise StateError(f"cannot write {qualname} (a lambda or local function); use a named function")
+            return {"t": "global", "id": n, "module": module, "name": qualname}
+        try:
+            rv = obj.__reduce_ex__(4)
+        except Exception as exc:  # noqa: BLE001 - any failure means: not writable
+            raise StateError(f"cannot write a {t.__module__}.{t.__qualname__} ({exc})") from None
+        if isinstance(rv, str):
+            module, _ = _global_name(obj)
+            return {"t": "global", "id": n, "module": module, "name": rv}
+        rv = tuple(rv) + (None,) * (5 - len(rv))
+        func, args, state, listitems, dictitems = rv[:5]
+        self.keepalive.append(rv)
+        module, qualname = _global_name(func)
+        if not _allowed(module, qualname):
+            raise StateError(f"cannot write a {t.__module__}.{t.__qualname__}: it is rebuilt by {module}.{qualname}")
+        if func is copyreg.__newobj__ and not _allowed(*_global_name(args[0])):
+            raise StateError(f"cannot write a {t.__module__}.{t.__qualname__}: the class is not on the allowlist")
+        return {
+            "t": "reduce",
+            "id": n,
+            "func": [module, qualname],
+            "args": self.ref(tuple(args)),
+            "state": self.ref(state),
+            "listitems": self.ref(list(listitems)) if listitems is not None else None,
+            "dictitems": self.ref(list(dictitems)) if dictitems is not None else None,
+        }
+
+
+def encode_state(model: Any) -> dict:
+    """The JSON-able state of ``model``; raises :class:`StateError` naming what cannot be written."""
+    return {"format": STATE_FORMAT, "root": _Encoder().ref(model)}
+
+
+class _Decoder:
+    def __init__(self) -> None:
+        self.memo: dict[int, Any] = {}
+
+    def value(self, doc: Any) -> Any:
+        if doc is None or isinstance(doc, (bool, int, float, str)):
+            return doc
+        if not isinstance(doc, dict) or "t" not in doc:
+            raise StateError(f"malformed state node {str(doc)[:60]!r}")
+        t = doc["t"]
+        if t == "float":
+            return float(doc["v"])
+        if t == "npscalar":
+            return np.frombuffer(base64.b64decode(doc["v"]), dtype=np.dtype(doc["dtype"]))[0]
+        if t == "ref":
+            try:
+                return self.memo[doc["id"]]
+            except KeyError:
+                raise StateError(f"state refers to object {doc['id']} before it is defined") from None
+        n = doc["id"]
+        if t == "list":
+            out: Any = []
+            self.memo[n] = out
+            out.extend(self.value(v) for v in doc["v"])
+        elif t == "dict":
+            out = {}
+            self.memo[n] = out
+            for k, v in doc["v"]:
+                out[self.value(k)] = self.value(v)
+        elif t == "tuple":
+            out = self.memo[n] = tuple(self.value(v) for v in doc["v"])
+        elif t in ("set", "frozenset"):
+            out = self.memo[n] = (set if t == "set" else frozenset)(self.value(v) for v in doc["v"])
+        elif t == "bytes":
+            out = self.memo[n] = base64.b64decode(doc["v"])
+        elif t == "ndarray":
+            flat = np.frombuffer(base64.b64decode(doc["v"]), dtype=np.dtype(doc["dtype"]))
+            out = self.memo[n] = flat.reshape(doc["shape"]).copy()
+        elif t == "method":
+            out = self.memo[n] = getattr(self.value(doc["self"]), doc["name"])
+        elif t == "global":
+            out = self.memo[n] = _resolve(doc["module"], doc["name"])
+        elif t == "reduce":
+            func = _resolve(*doc["func"])
+            args = self.value(doc["args"])
+            if func is copyreg.__newobj__ and not _allowed(*_global_name(args[0])):
+                raise StateError(f"state builds a {args[0]!r}, which is not on the allowlist")
+            out = self.memo[n] = func(*args)
+            state = self.value(doc["state"])
+            if state is not None:
+                _set_state(out, state)
+            if doc.get("listitems") is not None:
+                for item in self.value(doc["listitems"]):
+                    out.append(item)
+            if doc.get("dictitems") is not None:
+                for k, v in self.value(doc["dictitems"]):
+                    out[k] = v
+        else:
+            raise StateError(f"unknown state node type {t!r}")
+        return out
+
+
+def _set_state(obj: Any, state: Any) -> None:
+    setstate = getattr(type(obj), "__setstate__", None)
+    if setstate is not None and setstate is not getattr(object, "__setstate__", None):
+        obj.__setstate__(state)
+        return
+    slots = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slots = state
+    if state:
+        obj.__dict__.update(state)
+    if slots:
+        for k, v in slots.items():
+            setattr(obj, k, v)
+
+
+def decode_state(doc: dict) -> Any:
+    """Rebuild the model written by :func:`encode_state`; raises :class:`StateError`."""
+    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+        raise StateError(f"unsupported model state format {doc.get('format') if isinstance(doc, dict) else doc!r}")
+    try:
+        return _Decoder().value(doc["root"])
+    except StateError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, ImportError) as exc:
+        raise StateError(f"malformed model state ({type(exc).__name__}: {exc})") from None
