@@ -12,8 +12,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -503,3 +506,51 @@ def test_real_prometheus_fires_outlier_rate_alert(prometheus_bin, served_metrics
         m.server.shutdown()
         m.server.server_close()
         prom.wait_for_alert("RobustreamTargetDown", states=("firing",), timeout=40)
+
+
+# ---- the real daemon with the shipped configuration files ---------------------------------------------------
+def k8s_config_file(tmp_path: Path) -> Path:
+    cm = k8s_docs()["ConfigMap"]
+    path = tmp_path / "k8s-robustream.toml"
+    path.write_text(cm["data"]["robustream.toml"])
+    return path
+
+
+@pytest.mark.parametrize("source", ["compose", "k8s"])
+def test_shipped_config_starts_the_daemon_and_passes_the_healthcheck(source, tmp_path):
+    """`robustream serve --config <shipped file>` starts (learner and options accepted), serves /metrics while
+    the broker is unreachable, and the image's HEALTHCHECK command succeeds against it. Loopback address,
+    a free port and a temp checkpoint dir replace the container values through the environment."""
+    config = DEPLOY / "robustream.toml" if source == "compose" else k8s_config_file(tmp_path)
+    port = free_port()
+    env = {**os.environ, "ROBUSTREAM_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_port()}",  # nothing listens there
+           "ROBUSTREAM_METRICS_HOST": "127.0.0.1", "ROBUSTREAM_METRICS_PORT": str(port),
+           "ROBUSTREAM_CHECKPOINT_DIR": str(tmp_path / "ckpt"), "ROBUSTREAM_SHUTDOWN_TIMEOUT": "3",
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}  # fmt: skip
+    log = open(tmp_path / "daemon.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "robustream.cli", "serve", "--config", str(config)], env=env,
+                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        argv = [sys.executable, *healthcheck_argv()[1:]]
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "daemon.log").read_text()[-3000:]
+            check = subprocess.run(argv, env={**os.environ, "ROBUSTREAM_METRICS_PORT": str(port)},
+                                   capture_output=True, timeout=30)  # fmt: skip
+            if check.returncode == 0:
+                break
+            assert time.monotonic() < deadline, "the daemon's /metrics never answered the HEALTHCHECK command"
+            time.sleep(0.5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+        for name in METRIC_NAMES:
+            if name != "robustream_consumer_lag_messages":  # labelled per partition: none assigned yet
+                assert name in text, name
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
