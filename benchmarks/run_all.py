@@ -1,0 +1,698 @@
+"""The project's benchmark report: every method on every shared data set under label noise.
+
+    python benchmarks/run_all.py             # full report -> benchmarks/RESULTS.md + benchmarks/results/*.png
+    python benchmarks/run_all.py --quick     # 3-minute subset (CI) -> benchmarks/quick/ (gitignored)
+    python benchmarks/run_all.py --quick --out /tmp/report
+
+Protocol everywhere (robustream.datasets.noisy_split): random 40/30/30 train/validation/test split, a
+share of the train and validation labels flipped (default 15%, uniform), clean test labels; every
+hyper-parameter is chosen on the noisy validation split (accuracy against the noisy labels). Batch
+methods see the train split standardised (batch_noise.standardise); streaming methods make one pass
+over the train split in its random order behind River's StandardScaler (robustream.replay.scaler_for)
+and are scored prequentially against the clean labels, then on the clean test rows.
+
+Writes OUT/RESULTS.md, OUT/results/*.png and OUT/results/run_all.json (raw numbers, gitignored).
+Every number in RESULTS.md comes from the run that wrote it.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import json
+import math
+import pickle
+import sys
+import time
+import tracemalloc
+import warnings
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import header  # noqa: E402
+from batch_noise import C_GRID, select, standardise  # noqa: E402
+
+from robustream import RGDSVC  # noqa: E402
+from robustream.datasets import DATASETS, make_gaussian_classes, noisy_split, load  # noqa: E402
+from robustream.learners.registry import learner_names, make_learner  # noqa: E402
+from robustream.replay import rows_as_dicts, scaler_for  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+# ------------------------------------------------------------------------------------------------
+# configuration
+# ------------------------------------------------------------------------------------------------
+# subsampled (said in the tables) so that the full report fits in 30 minutes on 2 shared cores
+MAX_SAMPLES = {"w8a": 4000, "mnist": 1000, "mushrooms": 4000, "synthetic": 2500}
+FLIPS = (0.0, 0.05, 0.10, 0.15, 0.20, 0.30)
+HAS_ORDI = "ordi" in learner_names()
+try:
+    import cleanlab  # noqa: F401
+    from cleanlab.filter import find_label_issues
+
+    HAS_CLEANLAB = True
+except ImportError:  # pragma: no cover - depends on the bench extra
+    HAS_CLEANLAB = False
+
+# name -> (registry learner name, validation grid); the river learners run behind a scaler
+STREAM_METHODS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "RGD stream": ("rgd", [{"outlier_fraction": r} for r in (0.1, 0.2, 0.3)]),
+    "Coreset stream": ("coreset", [{}]),
+    "Ramp stream": ("ramp", [{"s": -1.0}, {"s": -0.5}]),
+    **({"ORDI(LR)": ("ordi", [{"removal_fraction": r} for r in (0.1, 0.2)])} if HAS_ORDI else {}),
+    "River LR": ("river:LogisticRegression", [{}]),
+    "River PA": ("river:PAClassifier", [{"C": c, "mode": 1} for c in (1e-4, 1e-3, 1e-2, 0.1, 1.0)]),
+    "River ALMA": ("river:ALMAClassifier", [{}]),
+    "River Perceptron": ("river:Perceptron", [{}]),
+}
+BATCH_METHODS = ["RGDSVC", "LinearSVC"] + (["cleanlab+LinearSVC"] if HAS_CLEANLAB else [])
+METHODS = list(STREAM_METHODS) + BATCH_METHODS
+SEEDED = {"rgd", "coreset", "ramp"}  # the rebuilding learners: seeded, rebuild_every scaled to the stream
+
+
+def rebuild_every(n_train: int) -> int:
+    """Rebuild period of the windowed learners: the default 250, but at least 5 rebuilds per pass
+    (on a 108-row stream the default would never rebuild and only the warm start would be scored)."""
+    return max(20, min(250, n_train // 5))
+RGDSVC_GRID = [{"outlier_fraction": r} for r in (0.1, 0.2, 0.3)]
+
+
+def profile(quick: bool) -> dict[str, Any]:
+    """What a full or quick run covers."""
+    if quick:
+        return {"datasets": ["heart", "breast-cancer", "australian", "synthetic-small"], "seeds": 2,
+                "sweep": ["heart"], "adversarial": ["heart", "breast-cancer"], "drift_n": 600,
+                "drift_seeds": 1, "timing": "breast-cancer"}  # fmt: skip
+    return {"datasets": sorted(DATASETS) + ["synthetic"], "seeds": 2,
+            "sweep": ["synthetic", "svmguide1", "australian", "breast-cancer"],
+            "adversarial": ["synthetic", "svmguide1", "australian", "breast-cancer", "heart"],
+            "drift_n": 2000, "drift_seeds": 2, "timing": "w8a"}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# data
+# ------------------------------------------------------------------------------------------------
+_DATA_CACHE: dict[str, Any] = {}
+
+
+def get_data(name: str, seed: int):
+    if name == "synthetic":  # the RGD paper's generator, a new draw per seed
+        return make_gaussian_classes((1000, 3000), d=100, seed=seed)
+    if name == "synthetic-small":
+        return make_gaussian_classes((150, 250), d=20, seed=seed)
+    if name not in _DATA_CACHE:
+        ds = load(name)
+        _DATA_CACHE[name] = (ds.X, ds.y)
+    return _DATA_CACHE[name]
+
+
+def get_split(name: str, seed: int, flip: float, noise: str):
+    X, y = get_data(name, seed)
+    return noisy_split(X, y, flip=flip, noise=noise, seed=seed, max_samples=MAX_SAMPLES.get(name))
+
+
+def river_labels(y: np.ndarray, binary: bool) -> list:
+    return [bool(v > 0) for v in y] if binary else [int(v) for v in y]
+
+
+# ------------------------------------------------------------------------------------------------
+# methods
+# ------------------------------------------------------------------------------------------------
+def outlier_scores(flags: np.ndarray, flipped: np.ndarray) -> dict[str, float]:
+    """Precision / recall / F1 of the flagged rows against the truly flipped ones."""
+    flags, flipped = np.asarray(flags, bool), np.asarray(flipped, bool)
+    tp = int((flags & flipped).sum())
+    precision = tp / flags.sum() if flags.any() else 0.0
+    recall = tp / flipped.sum() if flipped.any() else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return {"precision": float(precision), "recall": float(recall), "f1": float(f1), "flagged": float(flags.mean())}
+
+
+def make_stream_model(learner: str, params: dict, seed: int, binary: bool, X_like):
+    from river import linear_model, multiclass
+
+    params = dict(params)
+    if learner in SEEDED:
+        params["seed"] = seed
+        params["rebuild_every"] = rebuild_every(X_like.shape[0])
+    if learner == "ordi":
+        params.setdefault("classifier", linear_model.LogisticRegression())
+    core = make_learner(learner, params)
+    if not binary and not core._multiclass:
+        core = multiclass.OneVsRestClassifier(core)
+    return scaler_for(X_like) | core, core
+
+
+def accuracy(model, rows, labels) -> float:
+    return float(np.mean([model.predict_one(x) == y for x, y in zip(rows, labels)]))
+
+
+def stream_pass(learner: str, params: dict, seed: int, binary: bool, X_train, rows, y_noisy, y_clean):
+    """One prequential pass; returns (model, core learner, prequential accuracy, seconds, skipped mask)."""
+    model, core = make_stream_model(learner, params, seed, binary, X_train)
+    track_skips = hasattr(core, "n_skipped_")
+    skipped = np.zeros(len(rows), bool)
+    correct = 0
+    t0 = time.perf_counter()
+    for i, (x, yn, yc) in enumerate(zip(rows, y_noisy, y_clean)):
+        correct += model.predict_one(x) == yc
+        before = core.n_skipped_ if track_skips else 0
+        model.learn_one(x, yn)
+        if track_skips and core.n_skipped_ > before:
+            skipped[i] = True
+    seconds = time.perf_counter() - t0
+    return model, core, correct / max(1, len(rows)), seconds, (skipped if track_skips else None)
+
+
+def stream_flags(model, core, rows, y_noisy, skipped) -> np.ndarray | None:
+    """Rows the learner flags: ORDI's skipped rows, else the wrong side of the final model."""
+    if skipped is not None:
+        return skipped
+    if not hasattr(core, "outlier_score_one"):
+        return None
+    scaler = model.steps[next(iter(model.steps))]
+    return np.array([core.outlier_score_one(scaler.transform_one(x), y) > 0 for x, y in zip(rows, y_noisy)])
+
+
+def run_stream_method(name, split, seed, binary, data_rows, want_model=False):
+    learner, grid = STREAM_METHODS[name]
+    rows_tr, rows_va, rows_te = data_rows
+    ytr, ytr_c = river_labels(split.y_train, binary), river_labels(split.y_train_clean, binary)
+    yva, yte = river_labels(split.y_val, binary), river_labels(split.y_test, binary)
+    best, search_seconds = None, 0.0
+    for params in grid:
+        model, core, preq, secs, skipped = stream_pass(learner, params, seed, binary, split.X_train, rows_tr, ytr, ytr_c)
+        search_seconds += secs
+        val = accuracy(model, rows_va, yva) if len(grid) > 1 else 0.0
+        if best is None or val > best[0]:
+            best = (val, params, model, core, preq, secs, skipped)
+    _, params, model, core, preq, _, skipped = best
+    secs = search_seconds
+    out = {"error": 100 * (1 - accuracy(model, rows_te, yte)), "prequential": 100 * preq, "seconds": secs,
+           "params": {k: v for k, v in params.items()}, "size_kib": len(pickle.dumps(model)) / 1024}  # fmt: skip
+    if binary:
+        flags = stream_flags(model, core, rows_tr, ytr, skipped)
+        if flags is not None:
+            out["outliers"] = outlier_scores(flags, split.flipped_train)
+    return (out, model) if want_model else out
+
+
+def run_batch_method(name, split, seed, binary, scaled):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+    from sklearn.svm import LinearSVC
+
+    Xtr, Xva, Xte = scaled
+    ytr, yva = split.y_train, split.y_val
+
+    def svc(C):
+        return LinearSVC(C=C, loss="hinge", max_iter=20_000, random_state=seed)
+
+    flags = None
+    t0 = time.perf_counter()
+    if name == "RGDSVC":
+        model, params, _ = select(lambda **p: RGDSVC(random_state=seed, **p), RGDSVC_GRID, Xtr, ytr, Xva, yva)
+        if binary:
+            flags = model.outlier_mask_
+    elif name == "LinearSVC":
+        model, params, _ = select(svc, [{"C": c} for c in C_GRID], Xtr, ytr, Xva, yva)
+        if binary:
+            flags = ytr * model.decision_function(Xtr) < 0  # baseline: rows on the wrong side
+    elif name == "cleanlab+LinearSVC":
+        classes, codes = np.unique(ytr, return_inverse=True)
+        probs = cross_val_predict(LogisticRegression(max_iter=2000), Xtr, codes, cv=5, method="predict_proba")
+        issues = find_label_issues(labels=codes, pred_probs=probs)
+        keep = ~issues
+        model, params, _ = select(svc, [{"C": c} for c in C_GRID], Xtr[keep], ytr[keep], Xva, yva)
+        flags = issues if binary else None
+    else:  # pragma: no cover
+        raise ValueError(name)
+    seconds = time.perf_counter() - t0  # the whole validation search, as for the streaming methods' grid
+    out = {"error": 100 * (1 - model.score(Xte, split.y_test)), "seconds": seconds, "params": params,
+           "size_kib": len(pickle.dumps(model)) / 1024}  # fmt: skip
+    if flags is not None:
+        out["outliers"] = outlier_scores(flags, split.flipped_train)
+    return out
+
+
+def run_cell(job: tuple) -> dict:
+    """All methods on one (dataset, seed, flip, noise)."""
+    name, seed, flip, noise = job
+    t0 = time.perf_counter()
+    split = get_split(name, seed, flip, noise)
+    binary = bool(np.all(np.isin(np.unique(split.y_train_clean), [-1.0, 1.0])))
+    rows = (rows_as_dicts(split.X_train), rows_as_dicts(split.X_val), rows_as_dicts(split.X_test))
+    scaled = standardise(split)
+    res: dict[str, Any] = {"job": list(job), "n_train": int(split.X_train.shape[0]), "d": int(split.X_train.shape[1])}
+    for m in STREAM_METHODS:
+        res[m] = run_stream_method(m, split, seed, binary, rows)
+    for m in BATCH_METHODS:
+        res[m] = run_batch_method(m, split, seed, binary, scaled)
+    res["wall"] = time.perf_counter() - t0
+    print(f"  {name} seed {seed} flip {flip} {noise}: {res['wall']:.0f} s", file=sys.stderr, flush=True)
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# drift
+# ------------------------------------------------------------------------------------------------
+def drift_data(n: int, seed: int, flip: float = 0.15):
+    """Two Gaussian classes (d = 20); the concept rotates by 90 degrees after the first half of the
+    stream: x -> R x with R a rotation in the plane of the Bayes direction and a random orthogonal
+    direction, so the old boundary is as wrong as possible on the new concept. Returns the noisy
+    stream (X, y, y_clean) and clean test rows of the new concept."""
+    X, y, p = make_gaussian_classes((n, n), d=20, seed=seed, return_params=True)
+    rng = np.random.default_rng(seed + 1000)
+    u = p.bayes_direction() / np.linalg.norm(p.bayes_direction())
+    v = rng.standard_normal(20)
+    v -= (v @ u) * u
+    v /= np.linalg.norm(v)
+    R = np.eye(20) - np.outer(u, u) - np.outer(v, v) + np.outer(v, u) - np.outer(u, v)  # u -> v, v -> -u
+    n_all = len(y)
+    n_stream = (2 * n_all) // 3
+    half = n_stream // 2
+    X = X.copy()
+    X[half:] = X[half:] @ R.T  # second half of the stream and the test rows follow the new concept
+    y_noisy = y[:n_stream].copy()
+    idx = rng.choice(n_stream, size=round(flip * n_stream), replace=False)
+    y_noisy[idx] = -y_noisy[idx]
+    return X[:n_stream], y_noisy, y[:n_stream], X[n_stream:], y[n_stream:], half
+
+
+def run_drift(job: tuple) -> dict:
+    n, seed, chosen = job
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    Xs, yn, yc, Xt, yt, half = drift_data(n, seed)
+    rows, rows_t = rows_as_dicts(Xs), rows_as_dicts(Xt)
+    out: dict[str, Any] = {"job": [n, seed], "n_stream": len(yn), "drift_at": half, "methods": {}}
+    window = 200
+    for m, (learner, _) in STREAM_METHODS.items():
+        model, core = make_stream_model(learner, chosen.get(m, {}), seed, True, Xs)
+        hits = np.zeros(len(rows))
+        for i, (x, a, b) in enumerate(zip(rows, yn, yc)):
+            hits[i] = model.predict_one(x) == (b > 0)
+            model.learn_one(x, bool(a > 0))
+        rolling = np.convolve(hits, np.ones(window) / window, mode="valid")
+        quarter = len(rows) // 4
+        out["methods"][m] = {
+            "prequential": 100 * hits.mean(), "last_quarter": 100 * hits[-quarter:].mean(),
+            "test_error": 100 * (1 - accuracy(model, rows_t, [bool(v > 0) for v in yt])),
+            "rolling": rolling[:: max(1, len(rolling) // 300)].tolist(),
+        }  # fmt: skip
+    scaler = StandardScaler().fit(Xs)
+    for m, model in (("RGDSVC", RGDSVC(random_state=seed, **chosen.get("RGDSVC", {}))),
+                     ("LinearSVC", LinearSVC(loss="hinge", max_iter=20_000, **chosen.get("LinearSVC", {})))):  # fmt: skip
+        model.fit(scaler.transform(Xs), yn)
+        out["methods"][m] = {"test_error": 100 * (1 - model.score(scaler.transform(Xt), yt))}
+    print(f"  drift seed {seed}: done", file=sys.stderr, flush=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# timing and memory (single process, nothing else running in it)
+# ------------------------------------------------------------------------------------------------
+def run_timing(job: tuple) -> dict:
+    name, chosen = job
+    split = get_split(name, 0, 0.15, "uniform")
+    binary = True
+    rows = rows_as_dicts(split.X_train)
+    ytr = river_labels(split.y_train, binary)
+    Xtr, _, _ = standardise(split)
+    out: dict[str, Any] = {"dataset": name, "n_train": len(rows), "d": int(split.X_train.shape[1]), "methods": {}}
+    from sklearn.svm import LinearSVC
+
+    for m, (learner, _) in STREAM_METHODS.items():
+        model, _ = make_stream_model(learner, chosen.get(m, {}), 0, binary, split.X_train)
+        for x in rows[:50]:  # warm-up (numba compilation)
+            model.predict_one(x)
+        t0 = time.perf_counter()
+        for x, y in zip(rows, ytr):
+            model.predict_one(x)
+            model.learn_one(x, y)
+        secs = time.perf_counter() - t0
+        model, _ = make_stream_model(learner, chosen.get(m, {}), 0, binary, split.X_train)
+        tracemalloc.start()
+        for x, y in zip(rows, ytr):
+            model.predict_one(x)
+            model.learn_one(x, y)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        out["methods"][m] = {"seconds": secs, "rows_per_s": len(rows) / secs, "peak_mib": peak / 2**20,
+                             "size_kib": len(pickle.dumps(model)) / 1024}  # fmt: skip
+    for m, make in (("RGDSVC", lambda: RGDSVC(random_state=0, **chosen.get("RGDSVC", {}))),
+                    ("LinearSVC", lambda: LinearSVC(loss="hinge", max_iter=20_000, **chosen.get("LinearSVC", {})))):  # fmt: skip
+        make().fit(Xtr[:200], split.y_train[:200])  # warm-up (numba compilation)
+        t0 = time.perf_counter()
+        model = make().fit(Xtr, split.y_train)
+        secs = time.perf_counter() - t0
+        tracemalloc.start()
+        make().fit(Xtr, split.y_train)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        out["methods"][m] = {"seconds": secs, "rows_per_s": len(rows) / secs, "peak_mib": peak / 2**20,
+                             "size_kib": len(pickle.dumps(model)) / 1024}  # fmt: skip
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# report
+# ------------------------------------------------------------------------------------------------
+def mean_sd(values) -> tuple[float, float]:
+    a = np.asarray(values, float)
+    return float(a.mean()), float(a.std())
+
+
+def error_table(cells: dict[str, list[dict]], names: list[str], label: Callable[[str], str]) -> list[str]:
+    """Markdown: one row per key, test error % mean ± sd per method, best mean in bold."""
+    lines = ["| " + " | ".join(["dataset", "n_train x d", *METHODS]) + " |", "|" + "---|" * (len(METHODS) + 2)]
+    for key in names:
+        runs = cells[key]
+        means = {m: mean_sd([r[m]["error"] for r in runs]) for m in METHODS}
+        best = min(v[0] for v in means.values())
+        row = [label(key), f"{runs[0]['n_train']} x {runs[0]['d']}"]
+        for m in METHODS:
+            text = f"{means[m][0]:.2f} ± {means[m][1]:.2f}"
+            row.append(f"**{text}**" if means[m][0] <= best + 1e-9 else text)
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def avg_rank(cells: dict[str, list[dict]], names: list[str]) -> dict[str, float]:
+    ranks = {m: [] for m in METHODS}
+    for key in names:
+        means = np.array([np.mean([r[m]["error"] for r in cells[key]]) for m in METHODS])
+        order = means.argsort().argsort()  # 0 = best (ties broken by column order)
+        for m, rk in zip(METHODS, order):
+            ranks[m].append(rk + 1)
+    return {m: float(np.mean(v)) for m, v in ranks.items()}
+
+
+def chosen_params(main: list[dict]) -> dict[str, dict]:
+    """Each method's hyper-parameters most often picked on validation in the main table."""
+    out = {}
+    for m in METHODS:
+        picks = Counter(json.dumps(r[m]["params"], sort_keys=True) for r in main)
+        out[m] = json.loads(picks.most_common(1)[0][0])
+    return out
+
+
+def plot_sweep(sweep: dict[str, dict[float, list[dict]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    names = list(sweep)
+    cols = min(2, len(names))
+    rows_n = math.ceil(len(names) / cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(6.2 * cols, 3.8 * rows_n), squeeze=False)
+    ours = {"RGD stream", "Coreset stream", "Ramp stream", "RGDSVC", "ORDI(LR)"}
+    for ax, name in zip(axes.ravel(), names):
+        flips = sorted(sweep[name])
+        for m in METHODS:
+            errs = [np.mean([r[m]["error"] for r in sweep[name][f]]) for f in flips]
+            ax.plot([100 * f for f in flips], errs, "o-" if m in ours else "s--", ms=3, lw=1.6 if m in ours else 1,
+                    label=m)  # fmt: skip
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("flipped train/validation labels (%)")
+        ax.set_ylabel("clean test error (%)")
+        ax.grid(alpha=0.3)
+    for ax in axes.ravel()[len(names):]:
+        ax.axis("off")
+    handles, labels = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_drift(drift: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    d0 = drift[0]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for m, r in d0["methods"].items():
+        if "rolling" not in r:
+            continue
+        roll = r["rolling"]
+        step = max(1, (d0["n_stream"] - 199) // 300)
+        xs = np.arange(len(roll)) * step + 200
+        ax.plot(xs, 100 * np.asarray(roll), lw=1.8 if m.endswith("stream") else 1, label=m)
+    ax.axvline(d0["drift_at"], color="k", ls=":", lw=1)
+    ax.text(d0["drift_at"], 52, " concept rotates", fontsize=8)
+    ax.set_xlabel("rows seen")
+    ax.set_ylabel("accuracy, last 200 rows (clean labels, %)")
+    ax.set_ylim(45, 101)
+    ax.set_title("Drift: two Gaussian classes (d = 20), 15% flipped labels, seed 0", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, sweep: dict, adv: dict,
+                 drift: list, timing: dict, total_seconds: float) -> str:  # fmt: skip
+    cmd = f"`{meta['report_command']}`"
+    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+    stamp = f"Command: {cmd} · versions: {versions}"
+    sub = ", ".join(f"{k} subsampled to {v} rows" for k, v in MAX_SAMPLES.items() if k in prof["datasets"])
+    L: list[str] = []
+    L += ["# robustream benchmark report" + (" (quick subset)" if quick else ""), ""]
+    L += [f"Generated by {cmd} in {total_seconds / 60:.1f} minutes ({meta['jobs']} worker processes, "
+          f"{meta['cpu_count']} cores, {meta['platform']}); library git {meta['git']}."]  # fmt: skip
+    L += [f"Versions: {versions}.", ""]
+    L += ["Protocol (every table unless it says otherwise): `robustream.datasets.noisy_split` — random 40/30/30 "
+          "train/validation/test split, a share of the train and validation labels flipped, clean test labels; "
+          "hyper-parameters chosen on the noisy validation split only (grids below). Numbers are clean test "
+          "error % (mean ± sd over seeds); the best mean per row is bold. Streaming methods make one pass over "
+          "the train split (River `StandardScaler` in front); batch methods fit the standardised train split.", ""]
+    L += ["Methods and validation grids: "
+          "**RGD stream** = `RGDSVMClassifier` (outlier_fraction ∈ {0.1, 0.2, 0.3}); **Coreset stream** = "
+          "`CoresetSVMClassifier`; **Ramp stream** = `RampSVMClassifier` (s ∈ {-1, -0.5}); these three keep their "
+          "default window (1000) and coreset (500) and rebuild every min(250, max(20, n_train / 5)) rows, so that "
+          "small data sets get at least 5 rebuilds; "
+          + ("**ORDI(LR)** = `ORDIFilter(LogisticRegression)` (removal_fraction ∈ {0.1, 0.2}); " if HAS_ORDI
+             else "ORDIFilter: not importable in this run, left out; ")
+          + "**River LR / PA / ALMA / Perceptron** = River's `LogisticRegression`, `PAClassifier` (PA-I, "
+          "C ∈ {1e-4, 1e-3, 1e-2, 0.1, 1}), `ALMAClassifier`, `Perceptron` (defaults otherwise); "
+          "**RGDSVC** = batch `RGDSVC` (outlier_fraction ∈ {0.1, 0.2, 0.3}); **LinearSVC** = scikit-learn "
+          "`LinearSVC(loss='hinge')`, C ∈ {1e-3, 1e-2, 0.1, 1}; "
+          + ("**cleanlab+LinearSVC** = `cleanlab.filter.find_label_issues` on 5-fold out-of-sample "
+             "probabilities of scikit-learn `LogisticRegression`, flagged rows dropped, then LinearSVC with C "
+             "tuned as above." if HAS_CLEANLAB else "cleanlab: not installed in this run, left out "
+             "(`pip install \"robustream[bench]\"`).")
+          + " Multi-class data (mnist) run the binary learners one-vs-rest.", ""]  # fmt: skip
+
+    names = list(main)
+    L += ["## 1. Test error at 15% uniform flips (the papers' protocol)", "", stamp,
+          f"Seeds: {prof['seeds']}. {('Subsampled: ' + sub + '.') if sub else ''} "
+          "`synthetic` = `make_gaussian_classes((1000, 3000), d=100)` (the RGD paper's generator), a new draw "
+          "per seed.", ""]  # fmt: skip
+    L += error_table(main, names, lambda k: k)
+    ranks = avg_rank(main, names)
+    L += ["", "Average rank over the data sets (1 = best): " + ", ".join(
+        f"{m} {ranks[m]:.1f}" for m in sorted(METHODS, key=ranks.get)) + ".", ""]
+    river_peers = [m for m in STREAM_METHODS if m.startswith("River")]
+    beats = [k for k in names if np.mean([r["RGD stream"]["error"] for r in main[k]])
+             < min(np.mean([r[m]["error"] for r in main[k]]) for m in river_peers)]  # fmt: skip
+    within = [k for k in names if np.mean([r["RGD stream"]["error"] for r in main[k]])
+              <= np.mean([r["RGDSVC"]["error"] for r in main[k]]) + 1.0]  # fmt: skip
+    L += [f"RGD stream below every River learner: {len(beats)}/{len(names)} data sets"
+          f"{' (not on: ' + ', '.join(sorted(set(names) - set(beats))) + ')' if len(beats) < len(names) else ''}. "
+          f"RGD stream within 1 point of batch RGDSVC: {len(within)}/{len(names)}"
+          f"{' (not on: ' + ', '.join(sorted(set(names) - set(within))) + ')' if len(within) < len(names) else ''}.", ""]  # fmt: skip
+    L += ["Prequential accuracy against the clean labels during the pass (streaming methods, %, mean over seeds):", ""]
+    L += ["| dataset | " + " | ".join(STREAM_METHODS) + " |", "|" + "---|" * (len(STREAM_METHODS) + 1)]
+    for k in names:
+        L.append(f"| {k} | " + " | ".join(f"{np.mean([r[m]['prequential'] for r in main[k]]):.2f}"
+                                          for m in STREAM_METHODS) + " |")  # fmt: skip
+    L += [""]
+
+    L += ["## 2. Flip-rate sweep", "", stamp,
+          f"Uniform flips of {', '.join(f'{f:.2f}' for f in FLIPS)}; data sets: {', '.join(sweep)}; "
+          f"{prof['seeds']} seed(s). The 0.15 column reuses section 1's runs.", ""]  # fmt: skip
+    for name in sweep:
+        L += [f"**{name}**", "", "| flip | " + " | ".join(METHODS) + " |", "|" + "---|" * (len(METHODS) + 1)]
+        for f in sorted(sweep[name]):
+            means = {m: np.mean([r[m]["error"] for r in sweep[name][f]]) for m in METHODS}
+            best = min(means.values())
+            L.append(f"| {f:.2f} | " + " | ".join(
+                f"**{means[m]:.2f}**" if means[m] <= best + 1e-9 else f"{means[m]:.2f}" for m in METHODS) + " |")
+        L += [""]
+    L += ["![error against flip rate](results/flip_sweep.png)", ""]
+
+    L += ["## 3. Adversarial flips (15%)", "", stamp,
+          "`noisy_split(noise='adversarial')`: the 15% of class +1 farthest on the correct side of a clean "
+          f"ridge boundary are flipped (train and validation). {prof['seeds']} seed(s).", ""]  # fmt: skip
+    L += error_table(adv, list(adv), lambda k: k)
+    L += [""]
+
+    L += ["## 4. Drift: the concept rotates mid-stream", "", stamp,
+          f"Two Gaussian classes, d = 20, {drift[0]['n_stream']} stream rows with 15% uniform flips; after row "
+          f"{drift[0]['drift_at']} every row (and the clean test set) is rotated by 90° in the plane of the Bayes "
+          "direction, so the old boundary is wrong on the new concept. Hyper-parameters: each method's "
+          "most-picked values in section 1. Batch methods fit the whole noisy stream once. "
+          f"{len(drift)} seed(s), mean.", ""]  # fmt: skip
+    L += ["| method | prequential accuracy % | prequential accuracy, last quarter % | test error on the new concept % |",
+          "|---|---|---|---|"]  # fmt: skip
+    for m in METHODS:
+        rs = [d["methods"][m] for d in drift if m in d["methods"]]
+        if not rs:
+            continue
+        pre = f"{np.mean([r['prequential'] for r in rs]):.2f}" if "prequential" in rs[0] else "– (batch)"
+        last = f"{np.mean([r['last_quarter'] for r in rs]):.2f}" if "last_quarter" in rs[0] else "–"
+        L.append(f"| {m} | {pre} | {last} | {np.mean([r['test_error'] for r in rs]):.2f} |")
+    L += ["", "![rolling accuracy through the drift](results/drift.png)", ""]
+
+    L += ["## 5. Outlier detection against the truly flipped training rows", "", stamp,
+          "Section 1's runs (binary data sets). Flagged rows: RGDSVC — `outlier_mask_`; RGD/Coreset/Ramp stream — "
+          "`outlier_score_one(x, y) > 0` (wrong side of the final model) over the train split after the pass; "
+          "ORDI — the rows it did not pass to its classifier; cleanlab — `find_label_issues`; LinearSVC — rows on "
+          "the wrong side of the tuned model (a baseline, it does not flag by design). Mean over data sets and "
+          "seeds; `flagged` = share of train rows flagged (truth: 15%).", ""]  # fmt: skip
+    L += ["| method | precision | recall | F1 | flagged | best F1 on |", "|---|---|---|---|---|---|"]
+    flaggers = [m for m in METHODS if any("outliers" in r[m] for k in names for r in main[k])]
+    best_on = Counter()
+    for k in names:
+        f1s = {m: np.mean([r[m]["outliers"]["f1"] for r in main[k]]) for m in flaggers if "outliers" in main[k][0][m]}
+        if f1s:
+            best_on[max(f1s, key=f1s.get)] += 1
+    for m in flaggers:
+        vals = [r[m]["outliers"] for k in names for r in main[k] if "outliers" in r[m]]
+        L.append(f"| {m} | " + " | ".join(f"{np.mean([v[q] for v in vals]):.3f}"
+                                          for q in ("precision", "recall", "f1", "flagged"))
+                 + f" | {best_on[m]} data sets |")  # fmt: skip
+    L += ["", "Per data set (F1):", "", "| dataset | " + " | ".join(flaggers) + " |", "|" + "---|" * (len(flaggers) + 1)]
+    for k in names:
+        if "outliers" not in main[k][0]["RGDSVC"]:
+            continue
+        L.append(f"| {k} | " + " | ".join(
+            f"{np.mean([r[m]['outliers']['f1'] for r in main[k]]):.3f}" if "outliers" in main[k][0][m] else "–"
+            for m in flaggers) + " |")  # fmt: skip
+    L += [""]
+
+    L += ["## 6. Fit / learn time and memory", "", stamp,
+          f"Top: one process, nothing else in it, on {timing['dataset']} ({timing['n_train']} train rows x "
+          f"{timing['d']}, 15% flips, seed 0), each method with its most-picked hyper-parameters from section 1. "
+          "Streaming: predict_one + learn_one over the train split (rebuilds included, after a 50-row "
+          "predict warm-up); batch: one fit. Peak = tracemalloc peak of Python/numpy allocations during a second, "
+          "traced run; size = pickled model.", ""]  # fmt: skip
+    L += ["| method | seconds | rows/s | peak MiB | model KiB |", "|---|---|---|---|---|"]
+    for m, r in timing["methods"].items():
+        L.append(f"| {m} | {r['seconds']:.3f} | {r['rows_per_s']:.0f} | {r['peak_mib']:.2f} | {r['size_kib']:.1f} |")
+    L += ["", "Bottom: section 1's runs — seconds summed over all data sets (mean over seeds) for the whole "
+          "validation search of the row's method (every pass or fit of its grid) and the median pickled model size. Worker processes ran side by side, so these "
+          "seconds are indicative.", ""]  # fmt: skip
+    L += ["| method | total seconds | median model KiB |", "|---|---|---|"]
+    for m in METHODS:
+        tot = sum(np.mean([r[m]["seconds"] for r in main[k]]) for k in names)
+        size = np.median([r[m]["size_kib"] for k in names for r in main[k]])
+        L.append(f"| {m} | {tot:.1f} | {size:.1f} |")
+    L += [""]
+    text = "\n".join(L)
+    (out / "RESULTS.md").write_text(text)
+    return text
+
+
+# ------------------------------------------------------------------------------------------------
+# main
+# ------------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3-minute subset (CI)")
+    parser.add_argument("--out", default=None,
+                        help="folder for RESULTS.md and results/ (default: benchmarks/, or benchmarks/quick with --quick)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    args = parser.parse_args(argv)
+    here = Path(__file__).resolve().parent
+    out = Path(args.out) if args.out else (here / "quick" if args.quick else here)
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    prof = profile(args.quick)
+    t_start = time.perf_counter()
+    meta_run = header()
+    import river
+    import sklearn
+
+    versions = {"robustream": meta_run["robustream"], "river": river.__version__, "scikit-learn": sklearn.__version__,
+                "numpy": meta_run["numpy"], "scipy": meta_run["scipy"], "numba": meta_run["numba"],
+                "python": meta_run["python"]}  # fmt: skip
+    if HAS_CLEANLAB:
+        versions["cleanlab"] = cleanlab.__version__
+    report_command = "python benchmarks/run_all.py" + (" --quick" if args.quick else "") + \
+        (f" --jobs {args.jobs}" if args.jobs != 2 else "")
+    meta = {"report_command": report_command, "versions": versions, "jobs": args.jobs,
+            "cpu_count": meta_run["cpu_count"], "platform": meta_run["platform"],
+            "git": f"{meta_run['git']['commit']}" + (" + uncommitted changes under src/" if meta_run["git"]["src_uncommitted"] else "")}  # fmt: skip
+
+    seeds = range(prof["seeds"])
+    main_jobs = [(n, s, 0.15, "uniform") for n in prof["datasets"] for s in seeds]
+    sweep_jobs = [(n, s, f, "uniform") for n in prof["sweep"] for f in FLIPS if f != 0.15 for s in seeds]
+    adv_jobs = [(n, s, 0.15, "adversarial") for n in prof["adversarial"] for s in seeds]
+    jobs = main_jobs + sweep_jobs + adv_jobs
+    # largest first, so the two workers finish together
+    weight = {n: (MAX_SAMPLES.get(n) or (DATASETS[n].n_samples if n in DATASETS else 400))
+              for n in set(j[0] for j in jobs)}  # fmt: skip
+    order = sorted(range(len(jobs)), key=lambda i: -weight[jobs[i][0]])
+    results: list[dict | None] = [None] * len(jobs)
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for i, res in zip(order, pool.map(run_cell, [jobs[i] for i in order])):
+                results[i] = res
+    else:
+        for i in order:
+            results[i] = run_cell(jobs[i])
+
+    def group(sel) -> dict:
+        g: dict = {}
+        for job, res in zip(jobs, results):
+            if sel(job):
+                g.setdefault(job[0], []).append(res)
+        return g
+
+    main_cells = group(lambda j: j[2] == 0.15 and j[3] == "uniform")
+    main_cells = {n: main_cells[n] for n in prof["datasets"]}
+    adv_cells = {n: v for n, v in group(lambda j: j[3] == "adversarial").items()}
+    sweep: dict[str, dict[float, list]] = {n: {} for n in prof["sweep"]}
+    for job, res in zip(jobs, results):
+        if job[0] in sweep and job[3] == "uniform":
+            sweep[job[0]].setdefault(job[2], []).append(res)
+    all_main = [r for rs in main_cells.values() for r in rs]
+    chosen = chosen_params(all_main)
+    drift_jobs = [(prof["drift_n"], s, chosen) for s in range(prof["drift_seeds"])]
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            drift = list(pool.map(run_drift, drift_jobs))
+    else:
+        drift = [run_drift(j) for j in drift_jobs]
+    timing = run_timing((prof["timing"], chosen))
+    total = time.perf_counter() - t_start
+
+    plot_sweep(sweep, out / "results" / "flip_sweep.png")
+    plot_drift(drift, out / "results" / "drift.png")
+    write_report(out, meta, prof, args.quick, main_cells, sweep, adv_cells, drift, timing, total)
+    raw = {"meta": meta, "profile": prof, "main": main_cells, "sweep": {n: {str(f): v for f, v in s.items()}
+           for n, s in sweep.items()}, "adversarial": adv_cells, "drift": drift, "timing": timing,
+           "chosen_params": chosen, "seconds": total}  # fmt: skip
+    (out / "results" / "run_all.json").write_text(json.dumps(raw, indent=1, default=float))
+    print(f"wrote {out / 'RESULTS.md'} and {out / 'results'} in {total / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
