@@ -123,3 +123,80 @@ def test_phishing_prequential_accuracy():
         acc.update(y, model.predict_one(x))
         model.learn_one(x, y)
     assert acc.get() > 0.85
+
+
+def _stream_with_flip_rates(n, d, rates, seed):
+    """Clean labels from one hyperplane; the flip rate is rates[k] in the k-th equal part of the stream."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    X = rng.normal(size=(n, d))
+    y = X @ w > 0
+    rate = np.repeat(rates, -(-n // len(rates)))[:n]
+    flipped = rng.random(n) < rate
+    return [({f"f{j}": float(X[i, j]) for j in range(d)}, bool(y[i] ^ flipped[i]), bool(y[i])) for i in range(n)]
+
+
+def test_auto_outlier_fraction_follows_a_rising_flip_rate():
+    model = RGDSVMClassifier(outlier_fraction="auto", window_size=500, coreset_size=200, rebuild_every=250, seed=0)
+    picks = []
+    for i, (x, y, _) in enumerate(_stream_with_flip_rates(6000, 5, [0.05, 0.30], seed=0)):
+        model.learn_one(x, y)
+        if (i + 1) % 250 == 0:
+            picks.append(model.outlier_fraction_)
+    first_half, last_quarter = picks[2:12], picks[18:]  # skip the start-up picks and one window after the change
+    assert np.mean(last_quarter) >= np.mean(first_half) + 0.05, picks
+    assert max(first_half) <= 0.1, picks
+
+
+def test_auto_outlier_fraction_is_deterministic_and_survives_save_load(tmp_path):
+    stream = _stream_with_flip_rates(1200, 5, [0.1], seed=1)
+    params = {"outlier_fraction": "auto", "window_size": 300, "coreset_size": 100, "rebuild_every": 150, "seed": 4}
+    a, b = RGDSVMClassifier(**params), RGDSVMClassifier(**params)
+    for x, y, _ in stream[:1000]:
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    assert a.n_rebuilds_ >= 5 and a._candidates
+    assert pickle.dumps(a.weights) == pickle.dumps(b.weights) and a.intercept_ == b.intercept_
+    assert a._candidate_errors == b._candidate_errors and a.outlier_fraction_ == b.outlier_fraction_
+    a.save(tmp_path / "auto.json")
+    loaded = RGDSVMClassifier.load(tmp_path / "auto.json")
+    for x, y, _ in stream[1000:]:
+        a.learn_one(x, y)
+        loaded.learn_one(x, y)
+    assert loaded.weights == a.weights and loaded._candidate_errors == a._candidate_errors
+
+
+def test_invalid_outlier_fraction_is_rejected():
+    for bad in ("automatic", 0.5, -0.1, True):
+        with pytest.raises(ValueError, match="outlier_fraction must be"):
+            RGDSVMClassifier(outlier_fraction=bad)
+
+
+def test_recovers_from_a_rotated_concept_within_about_one_window():
+    # The true hyperplane turns by 90 degrees at row 3000. A rebuild solves on coreset + window, so
+    # once the window holds only new-concept rows (window_size rows after the change, plus up to
+    # one rebuild period) the model must be accurate on the new concept again.
+    d, n_before, window, every = 5, 3000, 600, 150
+    rng = np.random.default_rng(7)
+    w_old = np.eye(d)[0]
+    w_new = np.eye(d)[1]
+    X = rng.normal(size=(n_before + 3 * window, d))
+    y = np.where(np.arange(len(X)) < n_before, X @ w_old > 0, X @ w_new > 0)
+    y_noisy = y ^ (rng.random(len(X)) < 0.1)
+    rows = [{f"f{j}": float(v) for j, v in enumerate(r)} for r in X]
+    model = RGDSVMClassifier(window_size=window, coreset_size=200, rebuild_every=every, seed=0)
+
+    def accuracy(lo, hi):  # prequential, against the clean labels
+        hits = 0
+        for i in range(lo, hi):
+            hits += model.predict_one(rows[i]) == bool(y[i])
+            model.learn_one(rows[i], bool(y_noisy[i]))
+        return hits / (hi - lo)
+
+    before = accuracy(0, n_before)
+    just_after = accuracy(n_before, n_before + every)
+    accuracy(n_before + every, n_before + window + every)
+    recovered = accuracy(n_before + window + every, n_before + 3 * window)
+    assert before > 0.9
+    assert just_after < 0.7  # the drift is real: the old concept is wrong on the new one half the time
+    assert recovered > 0.9, (before, just_after, recovered)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
+from ..batch import AUTO_FRACTIONS
+from ..coreset import feature_order
 from ..sketch import JLSketch
 from ..solver import per_class_outlier_fractions, solve
-from .base import RebuildingLinearClassifier
+from .base import RebuildingLinearClassifier, _decode_row, _encode_row
+
+# fraction used by the first "auto" rebuild, before any candidate has been scored (the fixed default)
+_AUTO_START = 0.2
 
 
 class RGDSVMClassifier(RebuildingLinearClassifier):
@@ -24,7 +31,15 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     Parameters
     ----------
     outlier_fraction
-        Assumed share of wrong labels (per-class fractions follow from the observed class priors).
+        Assumed share of wrong labels (per-class fractions follow from the observed class priors),
+        or ``"auto"``: every rebuild solves once per fraction of ``robustream.batch.AUTO_FRACTIONS``
+        (so a rebuild costs that many solves). Each candidate model then predicts every labelled
+        row that arrives before the next rebuild, before the row is learned; its error against the
+        (noisy) labels is averaged with an exponential forgetting of ``window_size`` rows, so it
+        carries over rebuilds. A rebuild keeps the candidate of the fraction with the lowest
+        averaged error (the smallest fraction on ties; 0.2 at the first rebuild) as the model.
+        The current pick is ``outlier_fraction_``; it follows a change of the noise rate within
+        about one window.
     window_size, coreset_size, rebuild_every
         Rows kept from the recent stream, rows kept from past solutions, and rebuild period.
     sketch, sketch_dim
@@ -33,6 +48,13 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         Solver settings (see :class:`robustream.RGDSVC`).
     seed
         Seed of the solver; same seed and stream give the same model, bit for bit.
+
+    Attributes
+    ----------
+    outlier_fraction_
+        The outlier fraction of the current model (the pick of ``"auto"``).
+    weights, intercept_, margin_width_, outlier_rate_, n_rebuilds_
+        Model, slab width and share of the last rebuild's rows discarded, rebuild count.
 
     Examples
     --------
@@ -46,7 +68,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
 
     def __init__(
         self,
-        outlier_fraction: float = 0.2,
+        outlier_fraction: float | str = 0.2,
         window_size: int = 1000,
         coreset_size: int = 500,
         rebuild_every: int = 250,
@@ -73,10 +95,38 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self.seed = seed
         self._check_params()
         self._init_state()
+        self.outlier_fraction_ = _AUTO_START if outlier_fraction == "auto" else outlier_fraction
+        # "auto": weights and intercept of the model of each fraction, and their forgetful error rates
+        self._candidates: list[tuple[dict, float]] = []
+        self._candidate_errors = [0.0] * len(AUTO_FRACTIONS)
+
+    def learn_one(self, x: dict, y) -> None:
+        if self._candidates:
+            forget = 1.0 - 1.0 / self.window_size
+            for i, (w, b) in enumerate(self._candidates):
+                wrong = (math.fsum(w.get(k, 0.0) * v for k, v in x.items()) + b > 0.0) != bool(y)
+                self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * wrong
+        super().learn_one(x, y)
 
     def _fit_rows(self, X, signs):
+        if self.outlier_fraction != "auto":
+            return self._solve_at(X, signs, self.outlier_fraction)
+        if self._candidates:
+            best = min(self._candidate_errors)
+            self.outlier_fraction_ = min(
+                r for r, e in zip(AUTO_FRACTIONS, self._candidate_errors) if e <= best + 1e-12
+            )
+        features = feature_order(x for x, _ in self._buffer.rows())  # the columns of X
+        fits = {r: self._solve_at(X, signs, r) for r in AUTO_FRACTIONS}
+        self._candidates = [
+            ({f: float(v) for f, v in zip(features, fits[r][0]) if v != 0.0}, float(fits[r][1]))
+            for r in AUTO_FRACTIONS
+        ]
+        return fits[self.outlier_fraction_]
+
+    def _solve_at(self, X, signs, outlier_fraction: float):
         n_pos = int((signs > 0).sum())
-        fractions = per_class_outlier_fractions(self.outlier_fraction, n_pos, signs.size - n_pos)
+        fractions = per_class_outlier_fractions(outlier_fraction, n_pos, signs.size - n_pos)
         sketch = None
         if self.sketch_dim is not None:
             sketch = JLSketch(self.sketch_dim, self.sketch, seed=self.seed, hash_nnz=min(4, self.sketch_dim))
@@ -89,8 +139,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         return sol.coef, sol.intercept, sol.outlier_mask, sol.convex_coef, sol.margin_width, unit
 
     def _check_params(self) -> None:
-        if not 0.0 <= self.outlier_fraction < 0.5:
-            raise ValueError(f"outlier_fraction must be in [0, 0.5), got {self.outlier_fraction!r}")
+        of = self.outlier_fraction
+        if not (of == "auto" or (isinstance(of, (int, float)) and not isinstance(of, bool) and 0.0 <= of < 0.5)):
+            raise ValueError(f"outlier_fraction must be in [0, 0.5) or 'auto', got {of!r}")
         for name in ("tree_height", "level_width", "boosting_rounds"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
@@ -100,3 +151,19 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     def _unit_test_params(cls):
         yield {"rebuild_every": 50, "window_size": 100, "coreset_size": 50}
         yield {"rebuild_every": 40, "window_size": 80, "coreset_size": 30, "sketch_dim": 8, "polish": "hard"}
+        yield {"outlier_fraction": "auto", "rebuild_every": 50, "window_size": 100, "coreset_size": 50}
+
+    def _state(self) -> dict:
+        return {
+            **super()._state(),
+            "outlier_fraction_": self.outlier_fraction_,
+            "candidates": [[_encode_row(w), b] for w, b in self._candidates],
+            "candidate_errors": list(self._candidate_errors),
+        }
+
+    def _set_state(self, st: dict) -> None:
+        super()._set_state(st)
+        # files written before "auto" existed have no candidates
+        self.outlier_fraction_ = st.get("outlier_fraction_", self.outlier_fraction_)
+        self._candidates = [(_decode_row(w), b) for w, b in st.get("candidates", [])]
+        self._candidate_errors = list(st.get("candidate_errors", self._candidate_errors))
