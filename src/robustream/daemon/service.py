@@ -102,6 +102,10 @@ class Daemon:
         self.metrics = metrics or DaemonMetrics()
         self.labels = LabelSpace(cfg.label_values)
         self.consumer_settings, self.producer_settings = _split_client_settings(cfg.kafka_settings())
+        for settings in (self.consumer_settings, self.producer_settings):
+            # the clients probe the broker version when built; keep each try short so that a stop
+            # request or the metrics stay responsive while the brokers are unreachable
+            settings.setdefault("bootstrap_timeout_ms", 5000)
         self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
         self._stop = threading.Event()
         self.consumer: KafkaConsumer | None = None
@@ -252,23 +256,43 @@ class Daemon:
         """Block until every queued output is acknowledged; resend failures. Raises KafkaError."""
         deadline = time.monotonic() + timeout
         while self._pending:
-            self.producer.flush(timeout=max(0.1, deadline - time.monotonic()))
-            failed = [(t, k, v) for f, t, k, v in self._pending if not f.is_done or f.failed()]
+            try:
+                self.producer.flush(timeout=max(0.1, deadline - time.monotonic()))
+            except KafkaError:
+                pass  # the records still unacknowledged are found below
+            failed = [(t, k, v) for f, t, k, v in self._pending if f is None or not f.is_done or f.failed()]
+            errors = {type(f.exception).__name__ for f, *_ in self._pending if f is not None and f.is_done and f.failed()}
             self._pending = []
             if not failed:
                 return
+            if errors:
+                # e.g. UnknownProducerIdError after a broker lost its state: this producer will not recover
+                log.warning("%d output records failed (%s): new producer, sending them again", len(failed),
+                            ", ".join(sorted(errors)))  # fmt: skip
+                self._new_producer()
             if time.monotonic() >= deadline:
                 self._pending = [(None, t, k, v) for t, k, v in failed]
-                raise KafkaError(f"{len(failed)} output records not acknowledged within {timeout:.0f} s")
+                raise KafkaError(f"{len(failed)} output records not acknowledged within {timeout:.1f} s")
             for t, k, v in failed:
                 self._send(t, k, v)
 
+    def _new_producer(self) -> None:
+        if self.producer is not None:
+            try:
+                self.producer.close(timeout=1)
+            except Exception:  # noqa: BLE001 - the old producer is being replaced
+                pass
+        self.producer = KafkaProducer(bootstrap_servers=self.cfg.bootstrap_servers.split(","), acks="all",
+                                      linger_ms=5, **self.producer_settings)  # fmt: skip
+
+    @property
+    def _flush_timeout(self) -> float:
+        # shorter than max.poll.interval: a flush that blocks past it gets this member evicted from the group
+        interval = self.consumer.config["max_poll_interval_ms"] / 1000.0 if self.consumer is not None else 300.0
+        return max(1.0, min(30.0, 0.4 * interval))
+
     def _flush_and_checkpoint(self, timeout: float) -> dict | None:
         """Flush outputs, then checkpoint model + next offsets; the offsets to commit, or None on broker trouble."""
-        if self._pending and self._pending[0][0] is None:  # records a failed flush left behind
-            retry, self._pending = self._pending, []
-            for _, t, k, v in retry:
-                self._send(t, k, v)
         try:
             self._flush_outputs(timeout)
         except KafkaError as exc:
@@ -285,14 +309,21 @@ class Daemon:
         self._last_checkpoint = time.monotonic()
         return {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in self.next_offsets.items()}
 
-    def checkpoint_and_commit(self, timeout: float = 30.0) -> bool:
+    def checkpoint_and_commit(self, timeout: float | None = None) -> bool:
         """Flush -> checkpoint model + next offsets -> commit. False (and a retry later) on broker trouble."""
+        timeout = self._flush_timeout if timeout is None else timeout
         to_commit = self._flush_and_checkpoint(timeout)
         if to_commit is None:
             return False
-        if to_commit:
+        # only partitions this member still owns; the checkpoint keeps the others' offsets for a later assignment
+        owned = self.consumer.assignment()
+        to_commit = {tp: om for tp, om in to_commit.items() if tp in owned}
+        if not to_commit:
+            self.next_offsets.clear()
+        else:
             try:
-                self.consumer.commit(offsets=to_commit)
+                # bounded: a commit that retries for long keeps poll() from running and gets the member evicted
+                self.consumer.commit(offsets=to_commit, timeout_ms=int(min(timeout, 10.0) * 1000))
             except KafkaError as exc:
                 # the checkpoint already holds these offsets; they are sought on the next assignment
                 self._broker_trouble("committing offsets", exc)
@@ -306,7 +337,7 @@ class Daemon:
         # allowed): flush + checkpoint are local or the producer's; the commit is asynchronous. If that
         # commit loses the race with the rebalance, the next owner redoes at most one checkpoint interval.
         if self.next_offsets or self._pending:
-            to_commit = self._flush_and_checkpoint(10.0)
+            to_commit = self._flush_and_checkpoint(min(10.0, self._flush_timeout))
             if to_commit:
                 self.consumer.commit_async(offsets=to_commit)
                 self.next_offsets.clear()
@@ -318,19 +349,31 @@ class Daemon:
 
     def _seek_to_checkpoint(self, batch: dict) -> dict:
         """For newly assigned partitions, skip ahead to the checkpoint's offset when the group's committed
-        offset is behind it (a crash between checkpoint and commit); drops the records fetched before."""
+        offset is behind it (a crash between checkpoint and commit); drops the records fetched before it.
+
+        Decided on the first records fetched from the partition, whose high watermark tells whether the
+        checkpoint's offset exists at all: a partition shorter than the checkpoint was re-created or
+        truncated, and is then read from the group's offset instead.
+        """
         for tp in list(self._newly_assigned):
+            records = batch.get(tp)
+            if not records:
+                continue  # nothing fetched yet, so nothing would be redone
             self._newly_assigned.discard(tp)
             target = self.checkpoint_offsets.get((tp.topic, tp.partition))
-            if target is None:
+            position = records[0].offset
+            if target is None or position >= target:
                 continue
-            records = batch.get(tp)
-            position = records[0].offset if records else self.consumer.position(tp)
-            if position is not None and position < target:
-                self.consumer.seek(tp, target)
-                batch.pop(tp, None)
-                log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition,
-                         target, position)  # fmt: skip
+            high = self.consumer.highwater(tp)
+            if high is not None and target > high:
+                log.warning("%s/%d: checkpoint offset %d is past the end of the partition (%d): re-created or "
+                            "truncated? reading from offset %d", tp.topic, tp.partition, target, high, position)  # fmt: skip
+                self.checkpoint_offsets.pop((tp.topic, tp.partition), None)
+                continue
+            self.consumer.seek(tp, target)
+            batch.pop(tp, None)
+            log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition, target,
+                     position)  # fmt: skip
         return batch
 
     def _broker_trouble(self, what: str, exc: Exception) -> None:
@@ -400,7 +443,7 @@ class Daemon:
         while not self.stopping:
             try:
                 common = {"bootstrap_servers": self.cfg.bootstrap_servers.split(",")}
-                self.producer = KafkaProducer(**common, acks="all", linger_ms=5, **self.producer_settings)
+                self._new_producer()
                 consumer_settings = {"enable_auto_commit": False, "auto_offset_reset": "earliest",
                                      "max_poll_records": self.cfg.max_poll_records, **self.consumer_settings}  # fmt: skip
                 self.consumer = KafkaConsumer(**common, group_id=self.cfg.group_id, **consumer_settings)

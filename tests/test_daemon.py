@@ -1,0 +1,196 @@
+"""The daemon's parts that need no broker: message validation, model state, checkpoints, options."""
+
+import json
+
+import numpy as np
+import pytest
+from river import linear_model, multiclass, naive_bayes, preprocessing
+
+from robustream import RGDSVMClassifier, persist
+from robustream.cli import build_parser
+from robustream.daemon.checkpoint import CheckpointStore
+from robustream.daemon.codec import InvalidMessage, LabelSpace, dead_letter, decode_message
+from robustream.daemon.config import SERVE_OPTIONS, resolve
+from robustream.daemon.metrics import METRIC_NAMES, DaemonMetrics
+from robustream.daemon.state import StateError, decode_state, encode_state
+
+LABELS = LabelSpace([0, 1])
+
+BAD_MESSAGES = [
+    (b"\xff\xfe{}", "not valid UTF-8"),
+    (b'{"id": 1, "x": {"a": 1}', "not valid JSON"),
+    (b"[1, 2]", "message is an array, expected a JSON object"),
+    (b'"text"', "message is a string"),
+    (b'{"x": {"a": 1}}', "field 'id': missing"),
+    (b'{"id": true, "x": {"a": 1}}', "field 'id': expected a string or an integer, got a boolean"),
+    (b'{"id": 1}', "field 'x': missing"),
+    (b'{"id": 1, "x": [1, 2]}', "field 'x': expected an object of feature: number, got an array"),
+    (b'{"id": 1, "x": {"a": "1.5"}}', "field 'x.a': expected a number, got a string"),
+    (b'{"id": 1, "x": {"a": true}}', "field 'x.a': expected a number, got a boolean"),
+    (b'{"id": 1, "x": {"a": null}}', "field 'x.a': expected a number, got null"),
+    (b'{"id": 1, "x": {"a": NaN}}', "NaN is not a finite number"),
+    (b'{"id": 1, "x": {"a": -Infinity}}', "-Infinity is not a finite number"),
+    (b'{"id": 1, "x": {"a": 1e999}}', "field 'x.a': inf is not a finite number"),
+    (b'{"id": 1, "x": {"a": 1}, "y": 2}', "field 'y': label 2 is not one of 0, 1 (--labels)"),
+    (b'{"id": 1, "x": {"a": 1}, "y": true}', "field 'y': label true is not one of 0, 1"),
+    (b'{"id": 1, "x": {"a": 1}, "y": [1]}', "field 'y': expected a label, got an array"),
+    (b'{"id": 1, "x": {"a": 1}, "ts": {}}', "field 'ts': expected a number or a string"),
+    (None, "empty message"),
+]
+
+
+@pytest.mark.parametrize("raw, reason", BAD_MESSAGES)
+def test_every_bad_message_kind_has_a_reason_naming_the_field(raw, reason):
+    with pytest.raises(InvalidMessage) as err:
+        decode_message(raw, labels=LABELS)
+    assert reason in str(err.value)
+
+
+def test_size_and_feature_limits():
+    msg = json.dumps({"id": 1, "x": {f"f{i}": 1.0 for i in range(11)}}).encode()
+    with pytest.raises(InvalidMessage, match=r"field 'x': 11 features, more than --max-features 10"):
+        decode_message(msg, labels=LABELS, max_features=10)
+    with pytest.raises(InvalidMessage, match=r"message is \d+ bytes, more than --max-message-bytes 50"):
+        decode_message(msg, labels=LABELS, max_bytes=50)
+
+
+def test_valid_messages_and_label_spaces():
+    m = decode_message(b'{"id": 7, "x": {"a": 1, "b": -2.5}, "y": 1.0, "ts": "2026-11-22"}', labels=LABELS)
+    assert (m.id, m.x, m.y, m.ts) == (7, {"a": 1.0, "b": -2.5}, 1, "2026-11-22")
+    assert decode_message(b'{"id": "u", "x": {}, "y": null}', labels=LABELS).y is None
+    words = LabelSpace(["ham", "spam"])
+    assert decode_message(b'{"id": 1, "x": {}, "y": "spam"}', labels=words).y == "spam"
+    assert words.to_internal("spam") is True and words.to_external(False) == "ham"
+    three = LabelSpace([0, 1, 2])
+    assert not three.binary and three.to_internal(2) == 2
+    with pytest.raises(InvalidMessage, match="field 'y': label \"1\" is not one of 0, 1"):
+        decode_message(b'{"id": 1, "x": {}, "y": "1"}', labels=LABELS)
+
+
+def test_dead_letter_keeps_the_message_or_its_bytes():
+    rec = dead_letter(b'{"id": 1', error="bad", topic="in", partition=3, offset=17)
+    assert rec == {"error": "bad", "topic": "in", "partition": 3, "offset": 17, "raw": '{"id": 1'}
+    rec = dead_letter(b"\xff\x00", error="bad", topic="in", partition=0, offset=0)
+    assert rec["raw"] is None and rec["raw_base64"] == "/wA="
+    rec = dead_letter(b"a" * 70000, error="big", topic="in", partition=0, offset=0)
+    assert rec["raw_truncated"] is True and len(rec["raw"]) == 65536
+
+
+def _stream(n, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        x = rng.normal(size=4)
+        y = bool(x[0] + x[1] > 0) if classes == 2 else int(abs(3 * x[0])) % classes
+        yield {f"f{j}": float(v) for j, v in enumerate(x)}, y
+
+
+@pytest.mark.parametrize(
+    "make, classes",
+    [
+        (lambda: RGDSVMClassifier(rebuild_every=100, window_size=200, coreset_size=100), 2),
+        (lambda: preprocessing.StandardScaler() | RGDSVMClassifier(rebuild_every=100), 2),
+        (lambda: multiclass.OneVsRestClassifier(RGDSVMClassifier(rebuild_every=100)), 3),
+        (linear_model.LogisticRegression, 2),
+        (linear_model.PAClassifier, 2),
+        (naive_bayes.GaussianNB, 2),
+    ],
+    ids=["rgd", "pipeline", "ovr", "logreg", "pa", "gaussian-nb"],
+)
+def test_model_state_round_trip_gives_identical_predictions_and_learning(make, classes):
+    model = make()
+    data = list(_stream(500, classes=classes))
+    for x, y in data[:300]:
+        model.learn_one(x, y)
+    copy = decode_state(json.loads(json.dumps(encode_state(model))))
+    for x, y in data[300:]:
+        assert copy.predict_proba_one(x) == model.predict_proba_one(x)
+        model.learn_one(x, y)
+        copy.learn_one(x, y)
+    assert all(copy.predict_proba_one(x) == model.predict_proba_one(x) for x, _ in data)
+
+
+def test_state_keeps_shared_rows_shared():
+    model = RGDSVMClassifier(rebuild_every=50, window_size=100, coreset_size=50)
+    for x, y in _stream(120):
+        model.learn_one(x, y)
+    copy = decode_state(encode_state(model))
+    window_ids = {id(item) for item in copy._buffer.window}
+    shared = sum(id(item) in window_ids for item in copy._buffer.coreset)
+    expected = sum(id(item) in {id(i) for i in model._buffer.window} for item in model._buffer.coreset)
+    assert shared == expected > 0
+
+
+def test_state_refuses_what_is_not_on_the_allowlist():
+    doc = {"format": 1, "root": {"t": "reduce", "id": 0, "func": ["os", "system"], "args": {"t": "tuple", "id": 1,
+           "v": ["echo pwned"]}, "state": None}}  # fmt: skip
+    with pytest.raises(StateError, match="os.system, which is not on the allowlist"):
+        decode_state(doc)
+    with pytest.raises(StateError, match="lambda"):
+        encode_state({"f": lambda v: v})
+    with pytest.raises(StateError, match="unsupported model state format"):
+        decode_state({"format": 99})
+
+
+def test_checkpoints_keep_the_last_k_and_fall_back_past_a_corrupt_one(tmp_path):
+    store = CheckpointStore(tmp_path, keep=3)
+    models = []
+    for i in range(5):
+        m = linear_model.LogisticRegression()
+        for x, y in _stream(20 * (i + 1), seed=i):
+            m.learn_one(x, y)
+        models.append(m)
+        store.save(m, {("in", 0): 100 * (i + 1), ("in", 1): i}, {"n": i})
+    assert [p.name for p in store.paths()] == [f"checkpoint-{i:012d}.json" for i in (3, 4, 5)]
+    newest = store.paths()[-1]
+    newest.write_text(newest.read_text().replace('"n":4', '"n":7'))  # edited: checksum no longer matches
+    skipped = []
+    ckpt = store.load_latest(on_corrupt=lambda p, r: skipped.append((p, r)))
+    assert ckpt.meta == {"n": 3} and ckpt.offsets == {("in", 0): 400, ("in", 1): 3}
+    assert skipped[0][0] == newest and "checksum" in skipped[0][1]
+    x = {"f0": 0.3, "f1": -1.0}
+    assert ckpt.model.predict_proba_one(x) == models[3].predict_proba_one(x)
+    for p in store.paths():
+        p.write_bytes(b"\x00garbage")
+    assert store.load_latest() is None
+    with pytest.raises(persist.CorruptModelError, match="not a robustream-checkpoint file"):
+        persist.load(newest, format_name="robustream-checkpoint")
+
+
+def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
+    cfg_file = tmp_path / "serve.toml"
+    cfg_file.write_text('input-topic = "from-file"\ngroup_id = "file-group"\ncheckpoint-every = 7\n'
+                        'labels = ["ham", "spam"]\n[param]\nrebuild_every = 100\noutlier_fraction = 0.1\n')  # fmt: skip
+    args = build_parser().parse_args(["serve", "--config", str(cfg_file), "--group-id", "flag-group"])
+    cfg = resolve(args, environ={"ROBUSTREAM_INPUT_TOPIC": "from-env", "ROBUSTREAM_METRICS_PORT": "9200"})
+    assert (cfg.group_id, cfg.input_topic, cfg.checkpoint_every, cfg.metrics_port) == ("flag-group", "from-env", 7,
+                                                                                       9200)  # fmt: skip
+    assert cfg.label_values == ["ham", "spam"] and cfg.learner_params == {"rebuild_every": 100, "outlier_fraction": 0.1}
+    assert cfg.metrics_host == "127.0.0.1"
+    assert {flag for flag, *_ in SERVE_OPTIONS} >= {
+        "bootstrap-servers", "input-topic", "group-id", "predictions-topic", "dead-letter-topic", "checkpoint-dir",
+        "checkpoint-every", "checkpoint-interval", "metrics-host", "metrics-port", "learner", "param", "max-features",
+        "labels", "security-protocol", "sasl-mechanism", "sasl-plain-username", "sasl-plain-password", "ssl-cafile",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv, env, message",
+    [
+        (["--checkpoint-every", "ten"], {}, "--checkpoint-every (from command line): expected a non-negative integer"),
+        ([], {"ROBUSTREAM_METRICS_PORT": "-1"}, "--metrics-port (from environment ROBUSTREAM_METRICS_PORT)"),
+        (["--labels", "1"], {}, "--labels: need at least two label values"),
+        (["--param", "oops"], {}, "--param 'oops': expected key=value"),
+        (["--log-format", "xml"], {}, "--log-format: expected text or json"),
+        (["--config", "/nonexistent.toml"], {}, "--config /nonexistent.toml: cannot read"),
+    ],
+)
+def test_bad_options_name_the_option(argv, env, message):
+    with pytest.raises(ValueError) as err:
+        resolve(build_parser().parse_args(["serve", *argv]), environ=env)
+    assert message in str(err.value)
+
+
+def test_metric_names_are_all_exported():
+    text = DaemonMetrics().exposition().decode()
+    for name in METRIC_NAMES:
+        assert f"# TYPE {name} " in text, name

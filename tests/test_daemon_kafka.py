@@ -1,0 +1,256 @@
+"""The daemon against a real Kafka-compatible broker (tansu, memory store, started per test on a free
+loopback port): end to end, dead letters, kill -9, SIGTERM, broker outage and restart, metrics over
+HTTP, two daemons in one group."""
+
+import json
+import signal
+import time
+from collections import Counter
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kafka_helpers import (
+    TOPICS,
+    DaemonThread,
+    free_port,
+    labelled_messages,
+    produce,
+    read_topic,
+    scrape,
+    serve_args,
+    start_daemon_process,
+    wait_for_metric,
+)
+from robustream.daemon.checkpoint import CheckpointStore
+from robustream.daemon.metrics import METRIC_NAMES
+from test_daemon import BAD_MESSAGES
+
+IN, PREDS, DLQ = TOPICS["input"], TOPICS["predictions"], TOPICS["dead_letters"]
+
+
+def _ids(records):
+    return Counter(r.key.decode() for r in records)
+
+
+def _bad_messages():
+    return [(f"bad{i}", raw if raw is not None else b"") for i, (raw, _) in enumerate(BAD_MESSAGES) if raw is not None]
+
+
+def test_end_to_end_every_id_exactly_once_and_metrics_agree(broker, tmp_path):
+    good = labelled_messages(1500)
+    unlabelled = [(f"u{i}", json.dumps({"id": f"u{i}", "x": {"f0": 0.5, "f1": -0.2}}).encode()) for i in range(50)]
+    bad = _bad_messages()
+    produce(broker.bootstrap_servers, IN, good + unlabelled + bad)
+    total = len(good) + len(unlabelled) + len(bad)
+    with DaemonThread(serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "400")) as d:
+        d.wait_processed(total)
+        text = scrape(d.daemon.metrics_port)
+        assert d.stop() == 0
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(good) + len(unlabelled))
+    dlq = read_topic(broker.bootstrap_servers, DLQ, expect=len(bad))
+    seen = _ids(preds) + _ids(dlq)
+    assert set(seen) == {k for k, _ in good + unlabelled + bad}
+    assert max(seen.values()) == 1
+    assert _ids(dlq) == Counter(k for k, _ in bad)
+
+    out = [json.loads(r.value) for r in preds]
+    labelled_out = [o for o in out if not str(o["id"]).startswith("u")]
+    assert all(set(o) == {"id", "y_pred", "proba", "margin", "outlier", "model_version"} for o in labelled_out)
+    assert all("outlier" not in o for o in out if str(o["id"]).startswith("u"))
+    assert all(o["y_pred"] in (0, 1) and 0.5 <= o["proba"] <= 1.0 for o in out)
+    assert max(o["model_version"] for o in out) >= 5  # rebuilt every 200 labelled messages
+
+    # the endpoint, scraped over HTTP, agrees with what was processed
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}  # fmt: skip
+    names = {name for name, _ in samples}
+    for name in METRIC_NAMES:
+        assert name in names or f"{name}_count" in names or name == "robustream_consumer_lag_messages", name
+    assert any(n == "robustream_consumer_lag_messages" for n, _ in samples)
+    outcome = {dict(lbl)["outcome"]: v for (n, lbl), v in samples.items() if n == "robustream_messages_total"}
+    assert outcome == {"ok": len(good), "predict_only": len(unlabelled), "invalid": len(bad), "dead_letter": 0}
+    assert samples[("robustream_samples_learned_total", ())] == len(good)
+    assert samples[("robustream_outliers_total", ())] == sum(bool(o.get("outlier")) for o in out)
+    assert samples[("robustream_model_version", ())] == d.daemon.model.n_rebuilds_ >= 5
+    assert 0.0 < samples[("robustream_outlier_rate", ())] < 0.5
+    assert samples[("robustream_margin_width", ())] > 0
+    assert 0.6 < samples[("robustream_prequential_accuracy", ())] <= 1.0
+    assert samples[("robustream_coreset_rows", ())] == len(d.daemon.model._buffer.coreset) > 0
+    processed = samples[("robustream_process_duration_seconds_count", ())]
+    rebuilds = samples[("robustream_rebuild_duration_seconds_count", ())]
+    assert processed + rebuilds == total - 0 and rebuilds == d.daemon.model.n_rebuilds_
+    assert samples[("robustream_checkpoint_duration_seconds_count", ())] >= 3
+
+
+def test_every_bad_message_kind_reaches_the_dead_letter_topic_with_its_reason(broker, tmp_path):
+    bad = [(f"bad{i}", raw) for i, (raw, _) in enumerate(BAD_MESSAGES) if raw is not None]
+    oversized = ("big", json.dumps({"id": "big", "x": {"a": 1.0}, "pad": "z" * 3000}).encode())
+    too_many = ("wide", json.dumps({"id": "wide", "x": {f"f{i}": 1.0 for i in range(30)}}).encode())
+    produce(broker.bootstrap_servers, IN, bad + [oversized, too_many])
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--max-message-bytes", "2000",
+                      "--max-features", "20")  # fmt: skip
+    with DaemonThread(argv) as d:
+        d.wait_processed(len(bad) + 2)
+        assert d.stop() == 0
+    dlq = {r.key.decode(): (json.loads(r.value), r) for r in read_topic(broker.bootstrap_servers, DLQ, expect=len(bad) + 2)}
+    reasons = {f"bad{i}": reason for i, (raw, reason) in enumerate(BAD_MESSAGES) if raw is not None}
+    reasons.update(big="more than --max-message-bytes 2000", wide="field 'x': 30 features, more than --max-features 20")
+    assert set(dlq) == set(reasons)
+    for key, reason in reasons.items():
+        record, _ = dlq[key]
+        assert reason in record["error"], (key, record["error"])
+        assert record["topic"] == IN and isinstance(record["offset"], int) and record["partition"] in (0, 1)
+    # the offsets named in the dead letters are exactly the offsets the bad messages had
+    produced = {(rec["partition"], rec["offset"]) for rec, _ in dlq.values()}
+    assert len(produced) == len(reasons)
+    assert read_topic(broker.bootstrap_servers, PREDS, expect=None, timeout=3) == []
+
+
+def test_kill_9_and_restart_loses_nothing_and_duplicates_at_most_one_checkpoint_interval(broker, tmp_path):
+    every = 300
+    messages = labelled_messages(3000)
+    produce(broker.bootstrap_servers, IN, messages[:1500])
+    metrics_port = free_port()
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", str(every),
+                      "--checkpoint-interval", "3600", metrics_port=metrics_port)  # fmt: skip
+    proc = start_daemon_process(argv, tmp_path / "daemon1.log")
+    try:
+        wait_for_metric(metrics_port, "robustream_messages_total", 1000)
+        produce(broker.bootstrap_servers, IN, messages[1500:])
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+    assert CheckpointStore(tmp_path / "ckpt").paths(), "no checkpoint was written before the kill"
+    proc = start_daemon_process(argv, tmp_path / "daemon2.log")
+    try:
+        wait_for_metric(metrics_port, "robustream_messages_total", 1)
+        preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(messages), timeout=90)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        proc.kill()
+    seen = _ids(preds)
+    assert set(seen) == {k for k, _ in messages}, "some ids never got a prediction"
+    duplicates = sum(c - 1 for c in seen.values())
+    # per partition at most one checkpoint interval was redone
+    assert duplicates <= 2 * every, duplicates
+
+
+def test_sigterm_is_graceful_exit_0_with_a_final_checkpoint(broker, tmp_path):
+    messages = labelled_messages(700)
+    produce(broker.bootstrap_servers, IN, messages)
+    metrics_port = free_port()
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "100000",
+                      "--checkpoint-interval", "3600", metrics_port=metrics_port)  # fmt: skip
+    proc = start_daemon_process(argv, tmp_path / "daemon.log")
+    try:
+        wait_for_metric(metrics_port, "robustream_messages_total", len(messages))
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(30)
+        assert code == 0, (tmp_path / "daemon.log").read_text()[-2000:]
+        assert time.monotonic() - start < 20
+    finally:
+        proc.kill()
+    ckpt = CheckpointStore(tmp_path / "ckpt").load_latest()
+    assert ckpt is not None, "no final checkpoint"
+    produced = Counter(i % 2 for i in range(len(messages)))
+    assert sum(ckpt.offsets.values()) == len(messages) and len(ckpt.offsets) == len(produced)
+    assert ckpt.model.n_rebuilds_ == len(messages) // 200
+    # a restart finds nothing left to do: the group's committed offsets match the checkpoint
+    with DaemonThread(argv[:-2] + ["--metrics-port", "0"]) as d:
+        time.sleep(6)
+        assert d.daemon.n_processed == 0
+        d.stop()
+
+
+def test_broker_outage_and_restart_are_survived_without_restarting_the_daemon(broker, tmp_path):
+    first = labelled_messages(800)
+    produce(broker.bootstrap_servers, IN, first)
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "200")
+    with DaemonThread(argv) as d:
+        d.wait_processed(len(first))
+        # outage that keeps the data: the broker process is frozen, then thawed
+        broker.pause()
+        time.sleep(8)
+        assert d.thread.is_alive()
+        scrape(d.daemon.metrics_port)  # the metrics endpoint stays up during the outage
+        broker.resume()
+        second = labelled_messages(400, start=800, seed=1)
+        produce(broker.bootstrap_servers, IN, second)
+        d.wait_processed(len(first) + len(second), timeout=90)
+        # crash and restart of the broker (memory store: topics re-created, the old data is gone)
+        broker.kill()
+        time.sleep(3)
+        broker.start()
+        broker.create_topics({IN: 2, PREDS: 1, DLQ: 1})
+        third = labelled_messages(300, start=1200, seed=2)
+        produce(broker.bootstrap_servers, IN, third)
+        d.wait_processed(len(first) + len(second) + len(third), timeout=120)
+        assert d.stop() == 0
+        assert d.daemon.metrics.broker_errors._value.get() >= 0
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(third))
+    assert {k for k, _ in third} <= set(_ids(preds))
+
+
+def test_corrupt_newest_checkpoint_starts_from_the_previous_one(broker, tmp_path):
+    messages = labelled_messages(1000)
+    produce(broker.bootstrap_servers, IN, messages[:600])
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "200")
+    with DaemonThread(argv) as d:
+        d.wait_processed(600)
+        assert d.stop() == 0
+    store = CheckpointStore(tmp_path / "ckpt")
+    paths = store.paths()
+    assert len(paths) >= 2
+    previous = store.load_latest()  # before corrupting: the newest
+    raw = paths[-1].read_bytes()
+    paths[-1].write_bytes(raw[: len(raw) // 2])  # torn write
+    older = CheckpointStore(tmp_path / "ckpt").load_latest()
+    assert older.path == paths[-2] and older.path != previous.path
+    produce(broker.bootstrap_servers, IN, messages[600:])
+    with DaemonThread(argv) as d:
+        assert d.daemon.metrics.checkpoint_fallbacks._value.get() == 1
+        assert d.daemon.checkpoint_offsets == older.offsets
+        d.wait_processed(400)  # at least the new messages
+        assert d.stop() == 0
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=1000)
+    assert set(_ids(preds)) == {k for k, _ in messages}
+
+
+def test_two_daemons_in_one_group_share_the_partitions_and_account_for_every_id(broker, tmp_path):
+    broker.create_topics({"in4": 4})
+    messages = labelled_messages(2000)
+    produce(broker.bootstrap_servers, "in4", messages, partitions=4)
+    a_args = serve_args(broker.bootstrap_servers, tmp_path / "a", "--input-topic", "in4")
+    b_args = serve_args(broker.bootstrap_servers, tmp_path / "b", "--input-topic", "in4")
+    with DaemonThread(a_args) as a, DaemonThread(b_args) as b:
+        deadline = time.monotonic() + 90
+        while a.daemon.n_processed + b.daemon.n_processed < len(messages) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        parts_a = {tp.partition for tp in a.daemon.consumer.assignment()}
+        parts_b = {tp.partition for tp in b.daemon.consumer.assignment()}
+        assert a.stop() == 0
+        assert b.stop() == 0
+    assert parts_a and parts_b and not parts_a & parts_b and parts_a | parts_b == {0, 1, 2, 3}
+    assert a.daemon.n_processed > 0 and b.daemon.n_processed > 0
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(messages))
+    seen = _ids(preds)
+    assert set(seen) == {k for k, _ in messages}
+
+
+def test_unreachable_brokers_at_start_up_keep_metrics_up_and_sigterm_still_exits_0(tmp_path):
+    metrics_port = free_port()
+    argv = serve_args(f"127.0.0.1:{free_port()}", tmp_path / "ckpt", metrics_port=metrics_port)
+    proc = start_daemon_process(argv, tmp_path / "daemon.log")
+    try:
+        wait_for_metric(metrics_port, "robustream_broker_errors_total", 1, timeout=30)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+        assert time.monotonic() - start < 10
+    finally:
+        proc.kill()
+    assert "cannot reach the brokers" in (tmp_path / "daemon.log").read_text()
