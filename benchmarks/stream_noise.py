@@ -70,10 +70,10 @@ def data(name: str, seed: int):
 
 
 def rows(X, idx) -> list[dict]:
-    if sp.issparse(X):
-        X = X.tocsr()
-        return [{int(j): float(v) for j, v in zip(X[i].indices, X[i].data)} for i in idx]
-    return [{int(j): float(X[i, j]) for j in np.flatnonzero(X[i])} for i in idx]
+    """Dense dict rows, zeros included: River's StandardScaler only updates the features present in
+    a row, so a sparse one-hot row (mushrooms, w8a: every present value is 1) would scale to all 0."""
+    X = X[idx].toarray() if sp.issparse(X) else X[idx]
+    return [{j: float(v) for j, v in enumerate(r)} for r in X]
 
 
 def run_dataset(name: str, seed: int, flip: float, make: dict[str, Callable]) -> dict:

@@ -98,7 +98,7 @@ def test_save_load_round_trip_and_corruption_is_detected(tmp_path):
     with pytest.raises(persist.CorruptModelError, match="checksum"):
         RGDSVMClassifier.load(path)
     path.write_text("not json")
-    with pytest.raises(persist.CorruptModelError, match="not a robustream model"):
+    with pytest.raises(persist.CorruptModelError, match="not a robustream.model"):
         RGDSVMClassifier.load(path)
 
 

@@ -28,7 +28,9 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     scatter matrix, per-class counts and sums) *including* the sample, and the paper's
     convention that the mean does not move when one sample is removed. The sample is passed to
     ``classifier.learn_one`` unless its score is among the lowest ``removal_fraction`` of the last
-    ``window_size`` scores (itself included). Prediction always delegates to the wrapped model.
+    ``window_size`` scores (itself included; scores are compared as ``n·dψ``, or bound ``/ n``,
+    so that they do not drift with the stream length ``n``). A sample whose label the wrapped
+    model has never been taught is never skipped. Prediction always delegates to the wrapped model.
 
     Two scores (``score``):
 
