@@ -80,9 +80,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="phishing", help="shared dataset name or path (default: phishing)")
+    parser.add_argument("--dataset", default="mushrooms",
+                        help="shared data set name or path, or 'synthetic' (default: mushrooms, 6000 shuffled rows)")
     parser.add_argument("--flip", type=float, default=0.15, help="share of flipped labels (default: 0.15)")
-    parser.add_argument("--max-samples", type=int, default=None, help="replay at most this many messages")
+    parser.add_argument("--max-samples", type=int, default=6000, help="replay at most this many messages")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of the input topic (default: 2)")
     parser.add_argument("--learner", default="rgd", help="rgd, coreset, ramp, ordi or river:<Class>")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="learner parameter")

@@ -1,0 +1,46 @@
+"""Send a data set with flipped labels to a Kafka topic, as input for ``robustream serve``.
+
+    python examples/produce_noisy.py --bootstrap-servers 127.0.0.1:9092 --topic robustream-input \
+        --dataset mushrooms --flip 0.15 --max-samples 5000
+
+Each message is ``{"id": "<row>", "x": {"f<j>": value, ...}, "y": 0 or 1}`` (keyed by id); the
+clean labels are written to ``--clean-labels`` (JSON: id -> label) if given, so that a consumer of
+the predictions topic can score the daemon against them (see read_predictions.py).
+"""
+
+import argparse
+import json
+import sys
+
+from kafka import KafkaProducer
+
+from robustream.daemon.producer import dataset_messages, send_messages
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    parser.add_argument("--topic", default="robustream-input")
+    parser.add_argument("--dataset", default="mushrooms", help="shared data set name or path, or 'synthetic'")
+    parser.add_argument("--flip", type=float, default=0.15, help="share of labels flipped (default 0.15)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-samples", type=int, default=None)
+    parser.add_argument("--clean-labels", help="write id -> clean label (JSON) to this file")
+    args = parser.parse_args()
+    try:
+        messages = dataset_messages(args.dataset, flip=args.flip, seed=args.seed, max_samples=args.max_samples)
+        producer = KafkaProducer(bootstrap_servers=args.bootstrap_servers.split(","), acks="all", linger_ms=20)
+        clean = send_messages(producer, args.topic, messages)
+        producer.close()
+    except (ValueError, OSError) as exc:
+        print(f"produce_noisy: error: {exc}", file=sys.stderr)
+        return 2
+    if args.clean_labels:
+        with open(args.clean_labels, "w") as fh:
+            json.dump(clean, fh)
+    print(f"sent {len(clean)} messages to {args.topic} ({args.flip:.0%} of the labels flipped)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
