@@ -1,0 +1,160 @@
+"""Daemon throughput and per-message latency against a local broker, side by side with a bare consumer.
+
+    python benchmarks/daemon_throughput.py [--messages 20000] [--features 20] [--learners rgd,river:LogisticRegression]
+
+One embedded tansu broker; the same N labelled JSON messages (15% flipped labels) are read by
+  * a bare kafka-python consumer that only decodes the JSON (the ceiling), and
+  * `robustream serve`'s loop (robustream.daemon.service.Daemon) for each learner: decode, validate,
+    predict, learn, produce the prediction, checkpoint + commit every 1000 messages.
+Rates are messages per second from the first record to the last (group join excluded), measured in
+one run. Latency is the wall time of Daemon.process per message, split into messages that
+triggered a rebuild and the others. Targets (issue 4): rate >= 0.5x bare, p99 < 2 ms outside rebuilds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import header  # noqa: E402
+
+from robustream.cli import build_parser  # noqa: E402
+from robustream.daemon.config import resolve  # noqa: E402
+from robustream.daemon.embedded import EmbeddedBroker  # noqa: E402
+from robustream.daemon.service import Daemon, configure_logging  # noqa: E402
+
+FAST_GROUP = ["session_timeout_ms=6000", "max_poll_interval_ms=20000", "heartbeat_interval_ms=1000"]
+
+
+def make_messages(n: int, d: int, seed: int = 0) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    out = []
+    for i in range(n):
+        x = rng.normal(size=d)
+        y = int(x @ w > 0) ^ int(rng.random() < 0.15)
+        out.append(json.dumps({"id": str(i), "x": {f"f{j}": round(float(v), 6) for j, v in enumerate(x)}, "y": y})
+                   .encode())  # fmt: skip
+    return out
+
+
+def bare_consumer(bootstrap: str, topic: str, n: int) -> float:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=500)
+    tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    got, first = 0, None
+    while got < n:
+        for records in consumer.poll(timeout_ms=500).values():
+            if first is None:
+                first = time.perf_counter()
+            for r in records:
+                json.loads(r.value)
+                got += 1
+    elapsed = time.perf_counter() - first
+    consumer.close()
+    return n / elapsed
+
+
+class TimedDaemon(Daemon):
+    """The daemon with every Daemon.process call timed (and marked when it rebuilt the model)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.timings: list[tuple[float, bool]] = []
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def process(self, *args) -> None:
+        before = self._rebuild_count()
+        start = time.perf_counter()
+        if self.first is None:
+            self.first = start
+        super().process(*args)
+        self.last = time.perf_counter()
+        self.timings.append((self.last - start, self._rebuild_count() != before))
+
+
+def run_daemon(bootstrap: str, topic: str, n: int, learner: str, workdir: str) -> dict:
+    argv = ["serve", "--bootstrap-servers", bootstrap, "--input-topic", topic, "--group-id", f"bench-{learner}",
+            "--predictions-topic", f"preds-{learner.replace(':', '-')}", "--dead-letter-topic", "dlq",
+            "--checkpoint-dir", f"{workdir}/{learner.replace(':', '-')}", "--checkpoint-every", "1000",
+            "--metrics-port", "0", "--learner", learner, "--max-poll-records", "500"]  # fmt: skip
+    for opt in FAST_GROUP:
+        argv += ["--kafka-option", opt]
+    daemon = TimedDaemon(resolve(build_parser().parse_args(argv), environ={}))
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    while daemon.n_processed < n:
+        time.sleep(0.05)
+    daemon.request_stop()
+    thread.join(60)
+    t = np.array([s for s, _ in daemon.timings])
+    rebuilt = np.array([r for _, r in daemon.timings])
+    plain, rebuilds = t[~rebuilt], t[rebuilt]
+    return {
+        "learner": learner,
+        "rate": n / (daemon.last - daemon.first),
+        "p50_us": float(np.percentile(plain, 50) * 1e6),
+        "p99_us": float(np.percentile(plain, 99) * 1e6),
+        "max_us": float(plain.max() * 1e6),
+        "rebuilds": int(rebuilt.sum()),
+        "rebuild_p50_ms": float(np.percentile(rebuilds, 50) * 1e3) if rebuilds.size else None,
+        "rebuild_max_ms": float(rebuilds.max() * 1e3) if rebuilds.size else None,
+        "rebuild_share_of_time": float(rebuilds.sum() / t.sum()),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20000)
+    parser.add_argument("--features", type=int, default=20)
+    parser.add_argument("--learners", default="rgd,river:LogisticRegression")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "daemon_throughput.json"))
+    args = parser.parse_args()
+    meta = header()
+    configure_logging("text", "WARNING")
+    messages = make_messages(args.messages, args.features)
+    rows = []
+    with EmbeddedBroker() as broker, tempfile.TemporaryDirectory() as workdir:
+        broker.create_topics({"bench-in": 1, "dlq": 1})
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20, acks="all")
+        for i, m in enumerate(messages):
+            producer.send("bench-in", key=str(i).encode(), value=m)
+        producer.flush()
+        producer.close()
+        bare = bare_consumer(broker.bootstrap_servers, "bench-in", args.messages)
+        for learner in args.learners.split(","):
+            rows.append(run_daemon(broker.bootstrap_servers, "bench-in", args.messages, learner, workdir))
+        bare_again = bare_consumer(broker.bootstrap_servers, "bench-in", args.messages)
+    bare_rate = (bare + bare_again) / 2
+    print(f"\n{args.messages} messages, {args.features} features, 1 partition; bare consumer (decode only): "
+          f"{bare:,.0f} and {bare_again:,.0f} msg/s (before / after the daemons; mean used)")  # fmt: skip
+    print(f"{'learner':<26}{'msg/s':>9}{'x bare':>8}{'p50 µs':>9}{'p99 µs':>9}{'max µs':>9}"
+          f"{'rebuilds':>9}{'rebuild p50 ms':>16}{'rebuild max ms':>16}{'rebuild time':>14}")  # fmt: skip
+    for r in rows:
+        print(f"{r['learner']:<26}{r['rate']:>9,.0f}{r['rate'] / bare_rate:>8.2f}{r['p50_us']:>9.0f}"
+              f"{r['p99_us']:>9.0f}{r['max_us']:>9.0f}{r['rebuilds']:>9}"
+              f"{r['rebuild_p50_ms'] if r['rebuild_p50_ms'] is not None else float('nan'):>16.1f}"
+              f"{r['rebuild_max_ms'] if r['rebuild_max_ms'] is not None else float('nan'):>16.1f}"
+              f"{r['rebuild_share_of_time']:>13.0%}")  # fmt: skip
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"meta": meta, "bare_rate": [bare, bare_again], "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
