@@ -88,13 +88,18 @@ class TimedDaemon(Daemon):
         self.timings.append((self.last - start, self._rebuild_count() != before))
 
 
-def run_daemon(bootstrap: str, topic: str, n: int, learner: str, workdir: str) -> dict:
-    argv = ["serve", "--bootstrap-servers", bootstrap, "--input-topic", topic, "--group-id", f"bench-{learner}",
-            "--predictions-topic", f"preds-{learner.replace(':', '-')}", "--dead-letter-topic", "dlq",
-            "--checkpoint-dir", f"{workdir}/{learner.replace(':', '-')}", "--checkpoint-every", "1000",
+def run_daemon(bootstrap: str, topic: str, n: int, spec: str, workdir: str) -> dict:
+    """``spec`` is a learner name, optionally with parameters: ``rgd[rebuild_every=1000;window_size=1000]``."""
+    learner, _, params = spec.partition("[")
+    safe = "".join(c if c.isalnum() else "-" for c in spec)
+    argv = ["serve", "--bootstrap-servers", bootstrap, "--input-topic", topic, "--group-id", f"bench-{safe}",
+            "--predictions-topic", f"preds-{safe}", "--dead-letter-topic", "dlq",
+            "--checkpoint-dir", f"{workdir}/{safe}", "--checkpoint-every", "1000",
             "--metrics-port", "0", "--learner", learner, "--max-poll-records", "500"]  # fmt: skip
     for opt in FAST_GROUP:
         argv += ["--kafka-option", opt]
+    for p in filter(None, params.rstrip("]").split(";")):
+        argv += ["--param", p]
     daemon = TimedDaemon(resolve(build_parser().parse_args(argv), environ={}))
     thread = threading.Thread(target=daemon.run, daemon=True)
     thread.start()
@@ -106,7 +111,7 @@ def run_daemon(bootstrap: str, topic: str, n: int, learner: str, workdir: str) -
     rebuilt = np.array([r for _, r in daemon.timings])
     plain, rebuilds = t[~rebuilt], t[rebuilt]
     return {
-        "learner": learner,
+        "learner": spec,
         "rate": n / (daemon.last - daemon.first),
         "p50_us": float(np.percentile(plain, 50) * 1e6),
         "p99_us": float(np.percentile(plain, 99) * 1e6),
@@ -122,7 +127,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--features", type=int, default=20)
-    parser.add_argument("--learners", default="rgd,river:LogisticRegression")
+    parser.add_argument("--learners", default="rgd,rgd[rebuild_every=1000],river:LogisticRegression",
+                        help="comma-separated; parameters in brackets, ';'-separated")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "daemon_throughput.json"))
     args = parser.parse_args()
     meta = header()
@@ -143,10 +149,10 @@ def main() -> int:
     bare_rate = (bare + bare_again) / 2
     print(f"\n{args.messages} messages, {args.features} features, 1 partition; bare consumer (decode only): "
           f"{bare:,.0f} and {bare_again:,.0f} msg/s (before / after the daemons; mean used)")  # fmt: skip
-    print(f"{'learner':<26}{'msg/s':>9}{'x bare':>8}{'p50 µs':>9}{'p99 µs':>9}{'max µs':>9}"
+    print(f"{'learner':<30}{'msg/s':>9}{'x bare':>8}{'p50 µs':>9}{'p99 µs':>9}{'max µs':>9}"
           f"{'rebuilds':>9}{'rebuild p50 ms':>16}{'rebuild max ms':>16}{'rebuild time':>14}")  # fmt: skip
     for r in rows:
-        print(f"{r['learner']:<26}{r['rate']:>9,.0f}{r['rate'] / bare_rate:>8.2f}{r['p50_us']:>9.0f}"
+        print(f"{r['learner']:<30}{r['rate']:>9,.0f}{r['rate'] / bare_rate:>8.2f}{r['p50_us']:>9.0f}"
               f"{r['p99_us']:>9.0f}{r['max_us']:>9.0f}{r['rebuilds']:>9}"
               f"{r['rebuild_p50_ms'] if r['rebuild_p50_ms'] is not None else float('nan'):>16.1f}"
               f"{r['rebuild_max_ms'] if r['rebuild_max_ms'] is not None else float('nan'):>16.1f}"

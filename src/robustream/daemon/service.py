@@ -31,7 +31,7 @@ from ..learners.registry import make_learner
 from .checkpoint import CheckpointStore
 from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json
 from .config import ServeConfig, resolve
-from .metrics import DaemonMetrics
+from .metrics import OUTCOMES, DaemonMetrics
 
 log = logging.getLogger("robustream.daemon")
 
@@ -121,6 +121,8 @@ class Daemon:
         self._retry_at = 0.0
         self._backoff = 0.5
         self._recent = collections.deque(maxlen=cfg.accuracy_window)
+        self._recent_correct = 0
+        self._outcome = {o: self.metrics.messages.labels(outcome=o) for o in OUTCOMES}
         self.n_processed = 0
         self.n_learned = getattr(self, "_restored_learned", 0)
         self._publish_model_gauges()
@@ -185,66 +187,73 @@ class Daemon:
         except InvalidMessage as exc:
             record = dead_letter(raw, error=str(exc), topic=topic, partition=partition, offset=offset)
             self._send(self.cfg.dead_letter_topic, key, encode_json(record))
-            m.messages.labels(outcome="invalid").inc()
+            self._outcome["invalid"].inc()
             m.process_duration.observe(time.perf_counter() - start)
             return
-        rebuilds_before = self._rebuild_count()
+        parts = _binary_parts(self.model)
+        rebuilds_before = sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
         try:
-            out = self._predict_and_learn(msg)
+            out = self._predict_and_learn(msg, parts)
         except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
             log.exception("processing message %s at %s/%d/%d failed", msg.id, topic, partition, offset)
             record = dead_letter(raw, error=f"processing failed: {type(exc).__name__}: {exc}", topic=topic,
                                  partition=partition, offset=offset)  # fmt: skip
             self._send(self.cfg.dead_letter_topic, key, encode_json(record))
-            m.messages.labels(outcome="dead_letter").inc()
+            self._outcome["dead_letter"].inc()
             return
         self._send(self.cfg.predictions_topic, key, encode_json(out))
         elapsed = time.perf_counter() - start
-        if self._rebuild_count() != rebuilds_before:
+        parts = _binary_parts(self.model)  # a one-vs-rest model may have grown a member
+        rebuilds_after = sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
+        if rebuilds_after != rebuilds_before:
             m.rebuild_duration.observe(elapsed)
             self._publish_model_gauges()
             m.last_rebuild.set(time.time())
         else:
             m.process_duration.observe(elapsed)
 
-    def _predict_and_learn(self, msg) -> dict:
+    def _predict_and_learn(self, msg, parts: list) -> dict:
         m = self.metrics
         model = self.model
+        binary = self.labels.binary
         proba = model.predict_proba_one(msg.x)
         pred = max(proba, key=proba.get) if proba else model.predict_one(msg.x)
-        parts = _binary_parts(model)
+        margin = -float(parts[0].outlier_score_one(msg.x, True)) if parts and binary else None
         out: dict[str, Any] = {
             "id": msg.id,
             "y_pred": self.labels.to_external(pred),
             "proba": float(proba[pred]) if proba and pred in proba else None,
-            "margin": None,
-            "model_version": self._model_version(),
+            "margin": margin,
+            "model_version": sum(p.n_rebuilds_ for p in parts) if parts else self.n_learned,
         }
-        if parts and self.labels.binary:
-            out["margin"] = -float(parts[0].outlier_score_one(msg.x, True))
         if msg.y is None:
-            m.messages.labels(outcome="predict_only").inc()
+            self._outcome["predict_only"].inc()
             return out
         target = self.labels.to_internal(msg.y)
         score = None
-        if parts:
-            member = parts[0] if self.labels.binary else getattr(model, "classifiers", {}).get(target)
+        if margin is not None:
+            score = -margin if target else margin  # = outlier_score_one(x, target)
+        elif parts:
+            member = getattr(model, "classifiers", {}).get(target)
             if member is not None:
-                score = float(member.outlier_score_one(msg.x, True if not self.labels.binary else target))
+                score = float(member.outlier_score_one(msg.x, True))
         out["outlier"] = None if score is None else bool(score > OUTLIER_THRESHOLD)
         if out["outlier"]:
             m.outliers.inc()
-        self._recent.append(out["y_pred"] == msg.y)
-        m.prequential_accuracy.set(sum(self._recent) / len(self._recent))
+        correct = out["y_pred"] == msg.y
+        if len(self._recent) == self._recent.maxlen:
+            self._recent_correct -= self._recent[0]
+        self._recent.append(correct)
+        self._recent_correct += correct
+        m.prequential_accuracy.set(self._recent_correct / len(self._recent))
         failed_before = sum(p.n_failed_rebuilds_ for p in parts)
         model.learn_one(msg.x, target)
-        parts = _binary_parts(model)
         failed = sum(p.n_failed_rebuilds_ for p in parts) - failed_before
         if failed > 0:
             m.rebuild_failures.inc(failed)
         m.samples_learned.inc()
         self.n_learned += 1
-        m.messages.labels(outcome="ok").inc()
+        self._outcome["ok"].inc()
         return out
 
     # -- output and offsets --------------------------------------------------------------------------

@@ -13,6 +13,9 @@ from .. import persist
 from ..coreset import RowBuffer, feature_order, key_order, rows_to_matrix
 
 
+DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a dense matrix
+
+
 def _sigmoid(z: float) -> float:
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -111,6 +114,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             return False
         features = feature_order(x for x, _ in rows)
         X = rows_to_matrix((x for x, _ in rows), features)
+        if X.nnz > DENSE_ABOVE * X.shape[0] * X.shape[1]:
+            X = X.toarray()  # dense BLAS products are several times faster than sparse ones on dense rows
         try:
             coef, intercept, outlier_mask, row_weight, width, unit = self._fit_rows(X, signs)
         except (ValueError, FloatingPointError):
