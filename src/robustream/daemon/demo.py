@@ -90,7 +90,10 @@ def run_demo(args) -> int:
                 # tansu completes a group's first join after the rebalance timeout: keep it short here
                 "--kafka-option", "session_timeout_ms=6000", "--kafka-option", "max_poll_interval_ms=20000",
                 "--kafka-option", "heartbeat_interval_ms=1000"]  # fmt: skip
-        for p in args.param:
+        params = list(args.param)
+        if args.learner == "rgd" and not any(p.startswith("outlier_fraction=") for p in params):
+            params.append("outlier_fraction=auto")  # the flip rate is unknown to the demo's learner too
+        for p in params:
             argv += ["--param", p]
         from ..cli import build_parser
 
@@ -100,7 +103,7 @@ def run_demo(args) -> int:
         print(f"embedded broker (tansu) on {broker.bootstrap_servers}; "
               f"metrics on http://127.0.0.1:{port}/metrics")  # fmt: skip
         print(f"replaying {dataset}: {len(messages)} messages, {args.flip:.0%} of the labels flipped, "
-              f"{len(MALFORMED)} malformed; learner {args.learner}")  # fmt: skip
+              f"{len(MALFORMED)} malformed; learner {args.learner} {' '.join(params)}")  # fmt: skip
         exit_code: list[int] = []
         worker = threading.Thread(target=lambda: exit_code.append(daemon.run()), daemon=True)
         worker.start()
