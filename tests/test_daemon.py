@@ -58,6 +58,8 @@ def test_valid_messages_and_label_spaces():
     m = decode_message(b'{"id": 7, "x": {"a": 1, "b": -2.5}, "y": 1.0, "ts": "2026-11-22"}', labels=LABELS)
     assert (m.id, m.x, m.y, m.ts) == (7, {"a": 1.0, "b": -2.5}, 1, "2026-11-22")
     assert decode_message(b'{"id": "u", "x": {}, "y": null}', labels=LABELS).y is None
+    # finite values whose sum overflows are still valid (the all-floats fast path falls back)
+    assert decode_message(b'{"id": 1, "x": {"a": 1e308, "b": 1e308}}', labels=LABELS).x == {"a": 1e308, "b": 1e308}
     words = LabelSpace(["ham", "spam"])
     assert decode_message(b'{"id": 1, "x": {}, "y": "spam"}', labels=words).y == "spam"
     assert words.to_internal("spam") is True and words.to_external(False) == "ham"

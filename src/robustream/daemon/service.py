@@ -105,7 +105,8 @@ class Daemon:
         for settings in (self.consumer_settings, self.producer_settings):
             # the clients probe the broker version when built; keep each try short so that a stop
             # request or the metrics stay responsive while the brokers are unreachable
-            settings.setdefault("bootstrap_timeout_ms", 5000)
+            if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG:
+                settings.setdefault("bootstrap_timeout_ms", 5000)
         self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
         self._stop = threading.Event()
         self.consumer: KafkaConsumer | None = None
