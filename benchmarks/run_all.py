@@ -139,7 +139,7 @@ def outlier_scores(flags: np.ndarray, flipped: np.ndarray) -> dict[str, float]:
 
 
 def make_stream_model(learner: str, params: dict, seed: int, binary: bool, X_like):
-    from river import linear_model, multiclass
+    from river import linear_model
 
     params = dict(params)
     if learner in SEEDED:
@@ -147,9 +147,7 @@ def make_stream_model(learner: str, params: dict, seed: int, binary: bool, X_lik
         params["rebuild_every"] = rebuild_every(X_like.shape[0])
     if learner == "ordi":
         params.setdefault("classifier", linear_model.LogisticRegression())
-    core = make_learner(learner, params)
-    if not binary and not core._multiclass:
-        core = multiclass.OneVsRestClassifier(core)
+    core = make_learner(learner, params, multiclass=not binary)
     return scaler_for(X_like) | core, core
 
 

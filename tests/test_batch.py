@@ -99,3 +99,18 @@ def test_bad_parameters_name_the_parameter(params, match):
     X, y = make_gaussian_classes((20, 20), d=3, seed=0)
     with pytest.raises(ValueError, match=match):
         RGDSVC(**params).fit(X, y)
+
+
+def test_multiclass_trims_each_one_vs_rest_problem_by_its_own_noise_model():
+    # 6 classes, 15% of the labels replaced by another class: the binary flip model would call most
+    # of each ~17% positive class flipped; the one-vs-rest model trims about 15% of it
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=4.0, size=(6, 5))
+    y = rng.integers(0, 6, size=1800)
+    X = centres[y] + rng.normal(size=(1800, 5))
+    noisy = y.copy()
+    flip = rng.random(1800) < 0.15
+    noisy[flip] = (y[flip] + rng.integers(1, 6, size=flip.sum())) % 6
+    clf = RGDSVC(outlier_fraction=0.15, random_state=0).fit(X[:1200], noisy[:1200])
+    assert 0.05 < clf.outlier_mask_.mean() < 0.35
+    assert clf.score(X[1200:], y[1200:]) > 0.9

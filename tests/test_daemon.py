@@ -196,3 +196,17 @@ def test_metric_names_are_all_exported():
     text = DaemonMetrics().exposition().decode()
     for name in METRIC_NAMES:
         assert f"# TYPE {name} " in text, name
+
+
+def test_more_than_two_labels_wrap_the_learner_one_vs_rest_with_its_noise_model(tmp_path):
+    from river.multiclass import OneVsRestClassifier
+
+    from robustream.daemon.service import Daemon
+
+    args = build_parser().parse_args(["serve", "--labels", "cat,dog,bird", "--checkpoint-dir", str(tmp_path),
+                                      "--param", "outlier_fraction=0.1"])  # fmt: skip
+    daemon = Daemon(resolve(args, environ={}))
+    assert isinstance(daemon.model, OneVsRestClassifier)
+    assert daemon.model.classifier.noise_model == "one_vs_rest" and daemon.model.classifier.outlier_fraction == 0.1
+    binary = Daemon(resolve(build_parser().parse_args(["serve", "--checkpoint-dir", str(tmp_path / "b")]), {}))
+    assert isinstance(binary.model, RGDSVMClassifier) and binary.model.noise_model == "binary"

@@ -25,7 +25,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     ----------
     outlier_fraction : float, (float, float) or "auto", default=0.2
         A float is the assumed share of wrong labels; it becomes per-class fractions through the
-        uniform-flip model (see :func:`robustream.solver.per_class_outlier_fractions`). A pair is
+        uniform-flip model (see :func:`robustream.solver.per_class_outlier_fractions`; with more than
+        two classes, each one-vs-rest problem uses its ``"one_vs_rest"`` model). A pair is
         (fraction of the positive class ``classes_[1]``, fraction of the negative class).
         ``"auto"`` picks the float from ``AUTO_FRACTIONS`` by accuracy on an internal 25% holdout
         of the (noisy) training labels, then refits on all rows; the pick is ``outlier_fraction_``.
@@ -199,7 +200,9 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         for k, y_pm in enumerate(self._binary_problems(y)):
             n_pos = int((y_pm > 0).sum())
             if isinstance(outlier_fraction, numbers.Real):
-                fractions = per_class_outlier_fractions(float(outlier_fraction), n_pos, y_pm.size - n_pos)
+                noise_model = "binary" if self.classes_.size == 2 else "one_vs_rest"
+                fractions = per_class_outlier_fractions(float(outlier_fraction), n_pos, y_pm.size - n_pos,
+                                                        noise_model)  # fmt: skip
             else:
                 fractions = tuple(float(v) for v in outlier_fraction)
             sol = solve(

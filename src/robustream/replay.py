@@ -185,15 +185,11 @@ def _river_labels(y: np.ndarray, binary: bool) -> list:
 def _make_model(name: str, params: dict[str, Any], seed: int, binary: bool, scaler=None):
     """The learner (fresh), seeded with ``seed`` when it has a ``seed`` parameter the user left alone,
     wrapped in OneVsRest for multi-class data when it is binary-only, behind ``scaler`` if given."""
-    from river import multiclass
-
     from .learners.registry import make_learner
 
-    learner = make_learner(name, params)
-    if "seed" not in params and "seed" in learner._get_params():
-        learner = make_learner(name, {**params, "seed": seed})
-    if not binary and not learner._multiclass:
-        learner = multiclass.OneVsRestClassifier(learner)
+    if "seed" not in params and "seed" in make_learner(name, params)._get_params():
+        params = {**params, "seed": seed}
+    learner = make_learner(name, params, multiclass=not binary)
     model = scaler | learner if scaler is not None else learner
     return model, learner
 

@@ -55,21 +55,35 @@ class Solution:
     info: dict = field(default_factory=dict)
 
 
-def per_class_outlier_fractions(flip_rate: float, n_pos: int, n_neg: int) -> tuple[float, float]:
+def per_class_outlier_fractions(
+    flip_rate: float, n_pos: int, n_neg: int, noise_model: str = "binary"
+) -> tuple[float, float]:
     """Expected share of wrong labels in each observed class under uniform flips at ``flip_rate``.
 
-    With observed positive share ``pi'``, the clean share is ``pi = (pi' - r) / (1 - 2r)`` and the
-    observed positives hold ``r (1 - pi) n`` flipped negatives, so ``gamma_pos = r (1 - pi) / pi'``.
-    Imbalance makes the fractions very different (w8a at r = 0.15: about 0.85 and 0.005).
+    ``noise_model="binary"``: labels flip between the two classes. With observed positive share
+    ``pi'``, the clean share is ``pi = (pi' - r) / (1 - 2r)`` and the observed positives hold
+    ``r (1 - pi) n`` flipped negatives, so ``gamma_pos = r (1 - pi) / pi'``. Imbalance makes the
+    fractions very different (w8a at r = 0.15: about 0.85 and 0.005).
+
+    ``noise_model="one_vs_rest"``: the positives are one class of many (a one-vs-rest member) and a
+    wrong label is any of the other classes. For K classes of similar size the observed positives
+    hold ``r`` wrong labels and the negatives ``r pi' / (1 - pi')`` (the class's own rows labelled as
+    something else), whatever K is; the binary model would call most of a rare class flipped.
 
     >>> [round(g, 3) for g in per_class_outlier_fractions(0.15, 500, 500)]
     [0.15, 0.15]
+    >>> [round(g, 3) for g in per_class_outlier_fractions(0.2, 100, 900, noise_model="one_vs_rest")]
+    [0.2, 0.022]
     """
+    if noise_model not in ("binary", "one_vs_rest"):
+        raise ValueError(f"noise_model must be 'binary' or 'one_vs_rest', got {noise_model!r}")
     r = float(flip_rate)
     n = n_pos + n_neg
     if r <= 0.0 or n == 0:
         return 0.0, 0.0
     pi_obs = n_pos / n
+    if noise_model == "one_vs_rest":
+        return min(r, 0.95), min(r * pi_obs / max(1.0 - pi_obs, 1e-12), 0.95)
     pi = (pi_obs - r) / (1.0 - 2.0 * r) if r < 0.5 else 0.5
     pi = min(max(pi, 1.0 / n), 1.0 - 1.0 / n)
     g_pos = r * (1.0 - pi) / max(pi_obs, 1e-12)

@@ -133,12 +133,7 @@ class Daemon:
         return {"learner": self.cfg.learner, "params": self.cfg.learner_params, "labels": self.labels.values}
 
     def _new_model(self) -> Any:
-        model = make_learner(self.cfg.learner, self.cfg.learner_params)
-        if not self.labels.binary and not model._multiclass:
-            from river.multiclass import OneVsRestClassifier
-
-            model = OneVsRestClassifier(model)
-        return model
+        return make_learner(self.cfg.learner, self.cfg.learner_params, multiclass=not self.labels.binary)
 
     def _restore(self) -> tuple[Any, dict[tuple[str, int], int]]:
         def corrupt(path, reason):

@@ -90,8 +90,13 @@ def _river_class(name: str) -> Callable[..., base.Classifier]:
     raise ValueError(f"--learner river:{name}: no River classifier of that name (river {river.__version__})")
 
 
-def make_learner(name: str, params: dict[str, Any] | None = None) -> base.Classifier:
-    """Build the learner ``name`` with ``params``; raises ValueError with a one-line reason."""
+def make_learner(name: str, params: dict[str, Any] | None = None, *, multiclass: bool = False) -> base.Classifier:
+    """Build the learner ``name`` with ``params``; raises ValueError with a one-line reason.
+
+    With ``multiclass=True`` a binary-only learner comes wrapped in River's
+    ``OneVsRestClassifier``, and a robustream learner with a ``noise_model`` parameter the caller
+    left alone gets ``noise_model="one_vs_rest"`` (the binary flip model over-trims a rare class).
+    """
     params = dict(params or {})
     if name.startswith("river:"):
         cls = _river_class(name[len("river:") :])
@@ -103,6 +108,13 @@ def make_learner(name: str, params: dict[str, Any] | None = None) -> base.Classi
             )
         cls = known[name]
     try:
-        return cls(**params)
+        model = cls(**params)
     except TypeError as exc:
         raise ValueError(f"--learner {name}: bad parameter ({exc})") from None
+    if not multiclass or model._multiclass:
+        return model
+    from river.multiclass import OneVsRestClassifier
+
+    if "noise_model" in model._get_params() and "noise_model" not in params:
+        model = cls(**params, noise_model="one_vs_rest")
+    return OneVsRestClassifier(model)

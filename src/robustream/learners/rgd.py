@@ -48,6 +48,12 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         Solver settings (see :class:`robustream.RGDSVC`).
     seed
         Seed of the solver; same seed and stream give the same model, bit for bit.
+    noise_model
+        How ``outlier_fraction`` becomes per-class fractions: ``"binary"`` (labels flip between the two
+        classes) or ``"one_vs_rest"`` (this learner is one member of a one-vs-rest multi-class model:
+        its positives hold that share of wrong labels, its negatives far fewer; see
+        :func:`robustream.solver.per_class_outlier_fractions`). Use ``"one_vs_rest"`` inside
+        ``river.multiclass.OneVsRestClassifier``; ``robustream serve`` does so for more than two labels.
 
     Attributes
     ----------
@@ -80,6 +86,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         level_width: int = 10,
         boosting_rounds: int = 3,
         seed: int = 0,
+        noise_model: str = "binary",
     ):
         self.outlier_fraction = outlier_fraction
         self.window_size = window_size
@@ -93,6 +100,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self.level_width = level_width
         self.boosting_rounds = boosting_rounds
         self.seed = seed
+        self.noise_model = noise_model
         self._check_params()
         self._init_state()
         self.outlier_fraction_ = _AUTO_START if outlier_fraction == "auto" else outlier_fraction
@@ -126,7 +134,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
 
     def _solve_at(self, X, signs, outlier_fraction: float):
         n_pos = int((signs > 0).sum())
-        fractions = per_class_outlier_fractions(outlier_fraction, n_pos, signs.size - n_pos)
+        fractions = per_class_outlier_fractions(outlier_fraction, n_pos, signs.size - n_pos, self.noise_model)
         sketch = None
         if self.sketch_dim is not None:
             sketch = JLSketch(self.sketch_dim, self.sketch, seed=self.seed, hash_nnz=min(4, self.sketch_dim))
@@ -142,6 +150,8 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         of = self.outlier_fraction
         if not (of == "auto" or (isinstance(of, (int, float)) and not isinstance(of, bool) and 0.0 <= of < 0.5)):
             raise ValueError(f"outlier_fraction must be in [0, 0.5) or 'auto', got {of!r}")
+        if self.noise_model not in ("binary", "one_vs_rest"):
+            raise ValueError(f"noise_model must be 'binary' or 'one_vs_rest', got {self.noise_model!r}")
         for name in ("tree_height", "level_width", "boosting_rounds"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
