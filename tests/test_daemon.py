@@ -9,7 +9,7 @@ from river import linear_model, multiclass, naive_bayes, preprocessing
 from robustream import RGDSVMClassifier, persist
 from robustream.cli import build_parser
 from robustream.daemon.checkpoint import CheckpointStore
-from robustream.daemon.codec import InvalidMessage, LabelSpace, dead_letter, decode_message
+from robustream.daemon.codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json
 from robustream.daemon.config import SERVE_OPTIONS, resolve
 from robustream.daemon.metrics import METRIC_NAMES, DaemonMetrics
 from robustream.daemon.state import StateError, decode_state, encode_state
@@ -44,6 +44,16 @@ def test_every_bad_message_kind_has_a_reason_naming_the_field(raw, reason):
     with pytest.raises(InvalidMessage) as err:
         decode_message(raw, labels=LABELS)
     assert reason in str(err.value)
+
+
+def test_numbers_python_cannot_hold_are_invalid_not_crashes():
+    with pytest.raises(InvalidMessage, match="field 'x.a': integer too large for a float"):
+        decode_message(b'{"id": 1, "x": {"a": 1' + b"0" * 400 + b"}}", labels=LABELS)
+    with pytest.raises(InvalidMessage, match="not valid JSON .*digits"):
+        decode_message(b'{"id": 1' + b"0" * 5000 + b', "x": {}}', labels=LABELS)
+    # a lone surrogate is valid JSON; the outputs escape it instead of failing to encode
+    msg = decode_message(b'{"id": "\\ud800", "x": {"\\ud801": 1.0}}', labels=LABELS)
+    assert encode_json({"id": msg.id, "x": msg.x}) == b'{"id":"\\ud800","x":{"\\ud801":1.0}}'
 
 
 def test_size_and_feature_limits():
@@ -127,6 +137,22 @@ def test_state_refuses_what_is_not_on_the_allowlist():
            "v": ["echo pwned"]}, "state": None}}  # fmt: skip
     with pytest.raises(StateError, match="os.system, which is not on the allowlist"):
         decode_state(doc)
+    # a module reached through an allowlisted one, and a plain function called at load time
+    via_module = {"format": 1, "root": {"t": "reduce", "id": 0, "func": ["robustream.persist", "os.system"],
+                  "args": {"t": "tuple", "id": 1, "v": ["echo pwned"]}, "state": None}}  # fmt: skip
+    with pytest.raises(StateError, match="not on the allowlist"):
+        decode_state(via_module)
+    calls_dump = {"format": 1, "root": {"t": "reduce", "id": 0, "func": ["robustream.persist", "dump"],
+                  "args": {"t": "tuple", "id": 1, "v": [{"t": "dict", "id": 2, "v": []}, "/tmp/x"]},
+                  "state": None}}  # fmt: skip
+    with pytest.raises(StateError, match="only allowlisted classes may be built"):
+        decode_state(calls_dump)
+    items: list = []
+    pair = (items,)
+    items.append(pair)
+    assert decode_state(encode_state(items))[0][0][0][0] is not None  # list -> tuple -> list: loadable
+    with pytest.raises(StateError, match="cycle through a tuple"):
+        encode_state(pair)  # tuple -> list -> tuple: the tuple would be needed before it exists
     with pytest.raises(StateError, match="lambda"):
         encode_state({"f": lambda v: v})
     with pytest.raises(StateError, match="unsupported model state format"):

@@ -111,10 +111,12 @@ def decode_message(
         doc = json.loads(text, parse_constant=_reject_constant)
     except InvalidMessage as exc:
         raise InvalidMessage(f"not valid JSON: {exc}") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise InvalidMessage(f"not valid JSON ({reason}{where})") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidMessage(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise InvalidMessage("not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python's int-digit limit
+        raise InvalidMessage(f"not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise InvalidMessage(f"message is {_json_type(doc)}, expected a JSON object")
     if "id" not in doc:
@@ -136,7 +138,10 @@ def decode_message(
     for key, value in x_doc.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InvalidMessage(f"field 'x.{key}': expected a number, got {_json_type(value)}")
-        value = float(value)  # a huge integer literal overflows to inf here
+        try:
+            value = float(value)
+        except OverflowError:
+            raise InvalidMessage(f"field 'x.{key}': integer too large for a float") from None
         if not math.isfinite(value):
             raise InvalidMessage(f"field 'x.{key}': {value} is not a finite number")
         x[key] = value
@@ -156,8 +161,8 @@ def _finish(doc: dict, msg_id: str | int, x: dict[str, float], labels: LabelSpac
 
 
 def encode_json(record: dict) -> bytes:
-    """Compact UTF-8 JSON (no NaN) for the output topics."""
-    return json.dumps(record, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode("utf-8")
+    """Compact JSON (no NaN; non-ASCII escaped, so lone surrogates from the input cannot break it)."""
+    return json.dumps(record, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 def dead_letter(raw: bytes | None, *, error: str, topic: str, partition: int, offset: int) -> dict:

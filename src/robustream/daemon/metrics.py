@@ -29,6 +29,7 @@ METRIC_NAMES = (
     "robustream_outliers_total",
     "robustream_rebuild_failures_total",
     "robustream_checkpoint_fallbacks_total",
+    "robustream_checkpoint_failures_total",
     "robustream_broker_errors_total",
     "robustream_margin_width",
     "robustream_outlier_rate",
@@ -65,6 +66,9 @@ class DaemonMetrics:
         )
         self.checkpoint_fallbacks = Counter(
             "robustream_checkpoint_fallbacks", "Corrupt checkpoints skipped at start-up for an older one", registry=r
+        )
+        self.checkpoint_failures = Counter(
+            "robustream_checkpoint_failures", "Checkpoints that could not be written (nothing committed)", registry=r
         )
         self.broker_errors = Counter(
             "robustream_broker_errors", "Broker errors survived by retrying with backoff", registry=r

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -29,6 +30,7 @@ from prometheus_client import start_http_server
 
 from ..learners.registry import make_learner
 from .checkpoint import CheckpointStore
+from .state import StateError
 from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json
 from .config import ServeConfig, resolve
 from .metrics import OUTCOMES, DaemonMetrics
@@ -108,6 +110,7 @@ class Daemon:
             if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG:
                 settings.setdefault("bootstrap_timeout_ms", 5000)
         self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
+        self._fell_back = False
         self._stop = threading.Event()
         self.consumer: KafkaConsumer | None = None
         self.producer: KafkaProducer | None = None
@@ -138,6 +141,7 @@ class Daemon:
     def _restore(self) -> tuple[Any, dict[tuple[str, int], int]]:
         def corrupt(path, reason):
             self.metrics.checkpoint_fallbacks.inc()
+            self._fell_back = True
 
         ckpt = self.store.load_latest(on_corrupt=corrupt)
         if ckpt is None:
@@ -189,22 +193,24 @@ class Daemon:
         parts = _binary_parts(self.model)
         rebuilds_before = sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
         try:
-            out = self._predict_and_learn(msg, parts)
+            out = encode_json(self._predict_and_learn(msg, parts))
         except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
             log.exception("processing message %s at %s/%d/%d failed", msg.id, topic, partition, offset)
             record = dead_letter(raw, error=f"processing failed: {type(exc).__name__}: {exc}", topic=topic,
                                  partition=partition, offset=offset)  # fmt: skip
             self._send(self.cfg.dead_letter_topic, key, encode_json(record))
             self._outcome["dead_letter"].inc()
+            m.process_duration.observe(time.perf_counter() - start)
             return
-        self._send(self.cfg.predictions_topic, key, encode_json(out))
+        self._send(self.cfg.predictions_topic, key, out)
         elapsed = time.perf_counter() - start
         parts = _binary_parts(self.model)  # a one-vs-rest model may have grown a member
         rebuilds_after = sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
         if rebuilds_after != rebuilds_before:
             m.rebuild_duration.observe(elapsed)
             self._publish_model_gauges()
-            m.last_rebuild.set(time.time())
+            if sum(p.n_rebuilds_ for p in parts) > 0:
+                m.last_rebuild.set(time.time())
         else:
             m.process_duration.observe(elapsed)
 
@@ -215,10 +221,13 @@ class Daemon:
         proba = model.predict_proba_one(msg.x)
         pred = max(proba, key=proba.get) if proba else model.predict_one(msg.x)
         margin = -float(parts[0].outlier_score_one(msg.x, True)) if parts and binary else None
+        if margin is not None and not math.isfinite(margin):
+            margin = None  # huge feature values overflow w.x; JSON has no infinity
+        p_pred = float(proba[pred]) if proba and pred in proba else None
         out: dict[str, Any] = {
             "id": msg.id,
             "y_pred": self.labels.to_external(pred),
-            "proba": float(proba[pred]) if proba and pred in proba else None,
+            "proba": p_pred if p_pred is not None and math.isfinite(p_pred) else None,
             "margin": margin,
             "model_version": sum(p.n_rebuilds_ for p in parts) if parts else self.n_learned,
         }
@@ -254,41 +263,52 @@ class Daemon:
 
     # -- output and offsets --------------------------------------------------------------------------
     def _send(self, topic: str, key: bytes | None, value: bytes) -> None:
-        future = self.producer.send(topic, key=key, value=value)
+        """Queue one output record; it stays in ``_pending`` until the broker acknowledged it."""
+        try:
+            future = self.producer.send(topic, key=key, value=value)
+        except KafkaError as exc:  # no metadata yet, buffer full, closed producer: the next flush re-sends
+            log.debug("send to %s deferred: %s", topic, exc)
+            future = None
         self._pending.append((future, topic, key, value))
 
-    def _flush_outputs(self, timeout: float) -> None:
-        """Block until every queued output is acknowledged; resend failures. Raises KafkaError."""
+    def _flush_outputs(self, timeout: float, replace_producer: bool = True) -> None:
+        """Block until every queued output is acknowledged, re-sending failures; raises KafkaError.
+
+        A record leaves ``_pending`` only once acknowledged, so whatever raises here, nothing that was
+        queued can be checkpointed or committed without its output.
+        """
         deadline = time.monotonic() + timeout
         while self._pending:
             try:
                 self.producer.flush(timeout=max(0.1, deadline - time.monotonic()))
             except KafkaError:
                 pass  # the records still unacknowledged are found below
-            failed = [(t, k, v) for f, t, k, v in self._pending if f is None or not f.is_done or f.failed()]
-            errors = {type(f.exception).__name__ for f, *_ in self._pending if f is not None and f.is_done and f.failed()}
-            self._pending = []
-            if not failed:
+            unacked = [(f, t, k, v) for f, t, k, v in self._pending if f is None or not f.is_done or f.failed()]
+            errors = {type(f.exception).__name__ for f, *_ in unacked if f is not None and f.is_done}
+            self._pending = [(None, t, k, v) for _, t, k, v in unacked]
+            if not unacked:
                 return
-            if errors:
+            if errors and replace_producer:
                 # e.g. UnknownProducerIdError after a broker lost its state: this producer will not recover
-                log.warning("%d output records failed (%s): new producer, sending them again", len(failed),
+                log.warning("%d output records failed (%s): new producer, sending them again", len(unacked),
                             ", ".join(sorted(errors)))  # fmt: skip
-                self._new_producer()
+                self._new_producer()  # raises KafkaError while the brokers are unreachable; records stay queued
             if time.monotonic() >= deadline:
-                self._pending = [(None, t, k, v) for t, k, v in failed]
-                raise KafkaError(f"{len(failed)} output records not acknowledged within {timeout:.1f} s")
-            for t, k, v in failed:
+                raise KafkaError(f"{len(unacked)} output records not acknowledged within {timeout:.1f} s")
+            retry, self._pending = self._pending, []
+            for _, t, k, v in retry:
                 self._send(t, k, v)
 
     def _new_producer(self) -> None:
-        if self.producer is not None:
+        """Build a new producer, then swap it in and close the old one (the old one stays if building fails)."""
+        fresh = KafkaProducer(bootstrap_servers=self.cfg.bootstrap_servers.split(","), acks="all", linger_ms=5,
+                              **self.producer_settings)  # fmt: skip
+        old, self.producer = self.producer, fresh
+        if old is not None:
             try:
-                self.producer.close(timeout=1)
+                old.close(timeout=1)
             except Exception:  # noqa: BLE001 - the old producer is being replaced
                 pass
-        self.producer = KafkaProducer(bootstrap_servers=self.cfg.bootstrap_servers.split(","), acks="all",
-                                      linger_ms=5, **self.producer_settings)  # fmt: skip
 
     @property
     def _flush_timeout(self) -> float:
@@ -296,19 +316,27 @@ class Daemon:
         interval = self.consumer.config["max_poll_interval_ms"] / 1000.0 if self.consumer is not None else 300.0
         return max(1.0, min(30.0, 0.4 * interval))
 
-    def _flush_and_checkpoint(self, timeout: float) -> dict | None:
+    def _flush_and_checkpoint(self, timeout: float, replace_producer: bool = True) -> dict | None:
         """Flush outputs, then checkpoint model + next offsets; the offsets to commit, or None on broker trouble."""
         try:
-            self._flush_outputs(timeout)
+            self._flush_outputs(timeout, replace_producer)
         except KafkaError as exc:
             self._broker_trouble("flushing outputs", exc)
             return None
         if self.next_offsets or self._since_checkpoint:
+            previous_offsets = dict(self.checkpoint_offsets)
             self.checkpoint_offsets.update(self.next_offsets)
             start = time.perf_counter()
             meta = {**self._learner_meta(), "saved_at": time.time(), "model_version": self._model_version(),
                     "samples_learned": self.n_learned}  # fmt: skip
-            self.store.save(self.model, self.checkpoint_offsets, meta)
+            try:
+                self.store.save(self.model, self.checkpoint_offsets, meta)
+            except (OSError, StateError) as exc:
+                # nothing is committed without its checkpoint: keep processing, retry at the next one
+                log.error("cannot write a checkpoint to %s: %s", self.cfg.checkpoint_dir, exc)
+                self.metrics.checkpoint_failures.inc()
+                self.checkpoint_offsets = previous_offsets
+                return None
             self.metrics.checkpoint_duration.observe(time.perf_counter() - start)
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
@@ -342,7 +370,8 @@ class Daemon:
         # allowed): flush + checkpoint are local or the producer's; the commit is asynchronous. If that
         # commit loses the race with the rebalance, the next owner redoes at most one checkpoint interval.
         if self.next_offsets or self._pending:
-            to_commit = self._flush_and_checkpoint(min(10.0, self._flush_timeout))
+            # on the IO thread heartbeats wait for us: short, and no new producer (its bootstrap blocks)
+            to_commit = self._flush_and_checkpoint(min(2.0, self._flush_timeout), replace_producer=False)
             if to_commit:
                 self.consumer.commit_async(offsets=to_commit)
                 self.next_offsets.clear()
@@ -354,7 +383,8 @@ class Daemon:
 
     def _seek_to_checkpoint(self, batch: dict) -> dict:
         """For newly assigned partitions, skip ahead to the checkpoint's offset when the group's committed
-        offset is behind it (a crash between checkpoint and commit); drops the records fetched before it.
+        offset is behind it (a crash between checkpoint and commit), or go back to it after a fallback to an
+        older checkpoint (so that the model learns what it missed); drops the records fetched before.
 
         Decided on the first records fetched from the partition, whose high watermark tells whether the
         checkpoint's offset exists at all: a partition shorter than the checkpoint was re-created or
@@ -367,8 +397,12 @@ class Daemon:
             self._newly_assigned.discard(tp)
             target = self.checkpoint_offsets.get((tp.topic, tp.partition))
             position = records[0].offset
-            if target is None or position >= target:
+            if target is None or position == target:
                 continue
+            if position > target and not self._fell_back:
+                continue  # another member went further since: its outputs and commits stand
+            # behind: the group's commit trails this checkpoint. Ahead after a fallback to an older
+            # checkpoint: redo the messages the restored model has not learned (their outputs repeat).
             high = self.consumer.highwater(tp)
             if high is not None and target > high:
                 log.warning("%s/%d: checkpoint offset %d is past the end of the partition (%d): re-created or "
@@ -422,6 +456,10 @@ class Daemon:
                 # another member owns them now: what was processed here after the last checkpoint is redone there
                 for tp in lost:
                     daemon.next_offsets.pop((tp.topic, tp.partition), None)
+                    try:
+                        daemon.metrics.consumer_lag.remove(str(tp.partition))
+                    except KeyError:
+                        pass
                 log.warning("lost %s", sorted(f"{tp.topic}/{tp.partition}" for tp in lost))
 
         return Listener()

@@ -23,6 +23,7 @@ import copyreg
 import importlib
 import json  # noqa: F401 - used by the docstring example
 import math
+import types
 from typing import Any
 
 import numpy as np
@@ -74,18 +75,45 @@ def _allowed(module: str, qualname: str) -> bool:
 
 
 def _resolve(module: str, qualname: str) -> Any:
+    """The allowlisted class or function ``module.qualname``; never a module or anything reached through one."""
     if not _allowed(module, qualname) or "<" in qualname:
         raise StateError(f"state refers to {module}.{qualname}, which is not on the allowlist")
     obj: Any = importlib.import_module(module)
     for part in qualname.split("."):
-        obj = getattr(obj, part)
+        obj = getattr(obj, part, None)
+        if obj is None or isinstance(obj, types.ModuleType):
+            raise StateError(f"state refers to {module}.{qualname}, which is not on the allowlist")
+    if (module, qualname) not in ALLOWED_GLOBALS:
+        # e.g. robustream.persist.os.system: the object must itself live in an allowlisted module
+        home = getattr(obj, "__module__", None) or ""
+        if home == "river._river_rust.vectordict":
+            home = "river.utils"
+        if not (home.startswith(ALLOWED_PREFIXES) or home in ("river", "robustream")):
+            raise StateError(f"state refers to {module}.{qualname}, defined in {home or '?'}, not on the allowlist")
     return obj
+
+
+def _check_constructor(func: Any, args: Any) -> None:
+    """What a reduce node may call at load time: an allowlisted class, or an allowlisted constructor helper
+    (copyreg's, functools.partial, NumPy's) whose class arguments are allowlisted too."""
+    if func in (copyreg.__newobj__, copyreg.__newobj_ex__, copyreg._reconstructor):
+        classes = [args[0]] + ([args[1]] if func is copyreg._reconstructor else [])
+        for cls in classes:
+            if not isinstance(cls, type) or not _allowed(*_global_name(cls)):
+                raise StateError(f"state builds a {cls!r}, which is not on the allowlist")
+        return
+    if isinstance(func, type) or (getattr(func, "__module__", None), getattr(func, "__qualname__", None)) in (
+        ALLOWED_GLOBALS
+    ):
+        return
+    raise StateError(f"state calls {func!r} at load time; only allowlisted classes may be built")
 
 
 class _Encoder:
     def __init__(self) -> None:
         self.memo: dict[int, int] = {}
         self.keepalive: list[Any] = []  # temporaries must outlive the walk or their ids get reused
+        self.building: set[int] = set()  # tuples and sets whose items are being written
 
     def ref(self, obj: Any) -> Any:
         if obj is None or isinstance(obj, (bool, str)):
@@ -98,9 +126,18 @@ class _Encoder:
             return {"t": "npscalar", "dtype": obj.dtype.str, "v": base64.b64encode(obj.tobytes()).decode()}
         key = id(obj)
         if key in self.memo:
+            if key in self.building:
+                # a tuple or set is rebuilt only after its items, so a cycle through one cannot be loaded
+                raise StateError(f"cannot write a cycle through a {type(obj).__name__}")
             return {"t": "ref", "id": self.memo[key]}
         self.keepalive.append(obj)
         n = self.memo[key] = len(self.memo)
+        if type(obj) in (tuple, set, frozenset):
+            self.building.add(key)
+            try:
+                return self.encode(obj, n)
+            finally:
+                self.building.discard(key)
         return self.encode(obj, n)
 
     def encode(self, obj: Any, n: int) -> dict:
@@ -208,8 +245,7 @@ class _Decoder:
         elif t == "reduce":
             func = _resolve(*doc["func"])
             args = self.value(doc["args"])
-            if func is copyreg.__newobj__ and not _allowed(*_global_name(args[0])):
-                raise StateError(f"state builds a {args[0]!r}, which is not on the allowlist")
+            _check_constructor(func, args)
             out = self.memo[n] = func(*args)
             state = self.value(doc["state"])
             if state is not None:
