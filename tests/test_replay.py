@@ -99,6 +99,15 @@ def test_river_learner_without_state_omits_rebuild_plot(svm_file, tmp_path, caps
     assert "replay" in captured.err  # the progress bar (tqdm or the plain line) goes to stderr
 
 
+def test_a_stream_shorter_than_rebuild_every_says_so(svm_file, tmp_path):
+    code = main(["replay", str(svm_file), "--learner", "rgd", "--param", "rebuild_every=100000", "--seeds", "1",
+                 "--out", str(tmp_path), "--quiet"])  # fmt: skip
+    assert code == 0
+    result = json.loads((tmp_path / "replay.json").read_text())
+    assert any("no rebuild happened" in n and "rebuild_every=100000" in n for n in result["notes"])
+    assert "rebuilds" not in result["plots"] and not (tmp_path / "rebuilds.png").exists()
+
+
 def test_adversarial_noise_flips_the_positive_class(svm_file, tmp_path):
     code = main(["replay", str(svm_file), "--learner", "ramp", "--noise", "adversarial", "--flip", "0.2",
                  "--seeds", "1", "--out", str(tmp_path), "--quiet", "--no-plots"])  # fmt: skip

@@ -466,10 +466,17 @@ def _run(args: argparse.Namespace) -> int:
     title = f"{args.learner} on {Path(data.name).name} ({args.noise} flips, {n_seeds} seed{'s' * (n_seeds > 1)})"
     plots: dict[str, str] = {}
     notes: list[str] = []
+    rebuilt = any(r.rebuilds for r in runs)
+    if has_state and not rebuilt:
+        every = getattr(learner, "rebuild_every", None) or getattr(getattr(learner, "classifier", None),
+                                                                    "rebuild_every", "?")  # fmt: skip
+        notes.append(f"no rebuild happened: each stream has {max(r.n_stream for r in runs)} rows, "
+                     f"fewer than rebuild_every={every}, so the scores are the warm start's; pass e.g. "
+                     f"--param rebuild_every=50 for a data set this small")  # fmt: skip
     if plt is not None:
         _plot_prequential(plt, runs, title, out / "prequential.png")
         plots["prequential"] = "prequential.png"
-        if has_state:
+        if has_state and rebuilt:
             _plot_rebuilds(plt, runs, title, out / "rebuilds.png")
             plots["rebuilds"] = "rebuilds.png"
         if len(flips) > 1:
@@ -478,6 +485,8 @@ def _run(args: argparse.Namespace) -> int:
     if not has_state:
         notes.append(f"{type(learner).__name__} does not expose {', '.join(STATE_ATTRIBUTES)}: no per-rebuild "
                      "outlier rate / margin width recorded, rebuilds plot omitted")  # fmt: skip
+    elif not rebuilt:
+        notes.append("rebuilds plot omitted (no rebuild)")
     if len(flips) == 1:
         notes.append("one flip rate: error-vs-flip plot omitted (give --flip several times)")
     result = {
