@@ -10,7 +10,11 @@ import sys
 def build_parser() -> argparse.ArgumentParser:
     from .daemon.config import add_demo_arguments, add_serve_arguments
 
-    parser = argparse.ArgumentParser(prog="robustream", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="robustream",
+        description="Online classification that stays accurate when labels are wrong: the Kafka daemon (serve), "
+        "a self-contained demo (demo) and noisy replays of a data set (replay).",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,demo,replay}")
     add_serve_arguments(sub.add_parser("serve", help="run the Kafka consumer daemon"))
     add_demo_arguments(sub.add_parser("demo", help="embedded broker + noisy replay + daemon, with live metrics"))
