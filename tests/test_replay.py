@@ -145,12 +145,18 @@ def test_shared_dataset_with_max_samples(tmp_path):
         (["{data}", "--noise", "gaussian"], "--noise gaussian: must be uniform or adversarial"),
         (["{garbage}"], "DATASET"),
         (["no-such-dataset-name"], "unknown data set"),
+        (["{one_class}"], "every label is 7.0; replay needs two classes or more"),
+        (["{data}", "--max-samples", "3"], "only 3 rows (--max-samples 3), too few to replay"),
+        (["{data}", "--learner", "rgd", "--param", "seed=abc"], "seed must be an integer, got 'abc'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, capsys):
     garbage = tmp_path / "garbage.svm"
     garbage.write_text("1 1:0.5\nnot-a-label 2:x\n")
-    values = {"missing": str(tmp_path / "missing.svm"), "data": str(svm_file), "garbage": str(garbage)}
+    one_class = tmp_path / "one_class.svm"
+    one_class.write_text("".join(f"7 1:{i / 10} 2:{i % 3}\n" for i in range(100)))
+    values = {"missing": str(tmp_path / "missing.svm"), "data": str(svm_file), "garbage": str(garbage),
+              "one_class": str(one_class)}
     argv = [a.format(**values) for a in argv]
     code = main(["replay", *argv, "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err

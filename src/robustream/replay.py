@@ -398,8 +398,8 @@ def _summary(runs: list[RunResult]) -> list[dict[str, float]]:
         acc = np.array([r.prequential_accuracy for r in runs if r.flip == flip])
         out.append({
             "flip": flip, "seeds": int(err.size),
-            "holdout_error_mean": float(err.mean()), "holdout_error_sd": float(err.std()),
-            "prequential_accuracy_mean": float(acc.mean()), "prequential_accuracy_sd": float(acc.std()),
+            "holdout_error_mean": float(err.mean()), "holdout_error_sd": float(err.std(ddof=1)) if err.size > 1 else 0.0,
+            "prequential_accuracy_mean": float(acc.mean()), "prequential_accuracy_sd": float(acc.std(ddof=1)) if acc.size > 1 else 0.0,
         })  # fmt: skip
     return out
 
@@ -438,6 +438,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ReplayError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
 
     data = _load(args.dataset)
+    if len(data.classes) < 2:
+        raise ReplayError(f"DATASET {data.name}: every label is {data.classes[0]!r}; replay needs two classes or more")
     classes = np.unique(data.y)
     binary = bool(np.all(np.isin(classes, [-1.0, 1.0])))
     if args.noise == "adversarial" and not binary:
@@ -445,7 +447,8 @@ def _run(args: argparse.Namespace) -> int:
     n_used = min(data.n_samples, max_samples or data.n_samples)
     n_stream_each = round(0.4 * n_used) + min(round(0.3 * n_used), n_used - round(0.4 * n_used))
     if n_stream_each < 4:
-        raise ReplayError(f"DATASET {data.name}: only {data.n_samples} rows, too few to replay")
+        limit = f" (--max-samples {max_samples})" if max_samples and max_samples < data.n_samples else ""
+        raise ReplayError(f"DATASET {data.name}: only {n_used} rows{limit}, too few to replay")
     progress = _Progress(n_stream_each * len(flips) * n_seeds, args.quiet)
     runs: list[RunResult] = []
     try:
@@ -455,7 +458,7 @@ def _run(args: argparse.Namespace) -> int:
                     data, flip=flip, seed=seed, noise=args.noise, learner_name=args.learner, params=params,
                     max_samples=max_samples, scale=not args.no_scale, progress=progress,
                 ))  # fmt: skip
-    except ValueError as exc:  # a flip rate the data cannot take, a learner parameter it rejects at fit time
+    except (ValueError, TypeError) as exc:  # a flip rate the data cannot take, a parameter rejected at fit time
         raise ReplayError(f"{data.name}: {exc}") from None
     finally:
         progress.close()

@@ -36,6 +36,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        seed = getattr(self, "seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
         if not (isinstance(self.coreset_size, int) and self.coreset_size >= 0):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
         self.weights: dict[Hashable, float] = {}
