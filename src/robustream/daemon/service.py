@@ -157,11 +157,15 @@ class Daemon:
         self._restored_learned = int(ckpt.meta.get("samples_learned", 0))
         return ckpt.model, dict(ckpt.offsets)
 
-    def _model_version(self) -> int:
-        parts = _binary_parts(self.model)
-        if parts:
-            return int(sum(p.n_rebuilds_ for p in parts))
-        return self.n_learned
+    def _model_version(self, parts: list | None = None) -> int:
+        """Rebuilds of the robustream learners in the model, else the number of samples learned."""
+        parts = _binary_parts(self.model) if parts is None else parts
+        return int(sum(p.n_rebuilds_ for p in parts)) if parts else self.n_learned
+
+    def _rebuild_count(self, parts: list | None = None) -> int:
+        """Rebuild attempts (successful or not): a change means the last message triggered one."""
+        parts = _binary_parts(self.model) if parts is None else parts
+        return sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
 
     def _publish_model_gauges(self) -> None:
         parts = _binary_parts(self.model)
@@ -170,10 +174,7 @@ class Daemon:
             m.margin_width.set(sum(p.margin_width_ for p in parts) / len(parts))
             m.outlier_rate.set(sum(p.outlier_rate_ for p in parts) / len(parts))
             m.coreset_rows.set(sum(len(p._buffer.coreset) for p in parts))
-        m.model_version.set(self._model_version())
-
-    def _rebuild_count(self) -> int:
-        return sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in _binary_parts(self.model))
+        m.model_version.set(self._model_version(parts))
 
     # -- one message -------------------------------------------------------------------------------
     def process(self, topic: str, partition: int, offset: int, key: bytes | None, raw: bytes | None) -> None:
@@ -191,7 +192,7 @@ class Daemon:
             m.process_duration.observe(time.perf_counter() - start)
             return
         parts = _binary_parts(self.model)
-        rebuilds_before = sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
+        rebuilds_before, successes_before = self._rebuild_count(parts), sum(p.n_rebuilds_ for p in parts)
         try:
             out = encode_json(self._predict_and_learn(msg, parts))
         except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
@@ -205,11 +206,10 @@ class Daemon:
         self._send(self.cfg.predictions_topic, key, out)
         elapsed = time.perf_counter() - start
         parts = _binary_parts(self.model)  # a one-vs-rest model may have grown a member
-        rebuilds_after = sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
-        if rebuilds_after != rebuilds_before:
+        if self._rebuild_count(parts) != rebuilds_before:
             m.rebuild_duration.observe(elapsed)
             self._publish_model_gauges()
-            if sum(p.n_rebuilds_ for p in parts) > 0:
+            if sum(p.n_rebuilds_ for p in parts) != successes_before:
                 m.last_rebuild.set(time.time())
         else:
             m.process_duration.observe(elapsed)
@@ -229,7 +229,7 @@ class Daemon:
             "y_pred": self.labels.to_external(pred),
             "proba": p_pred if p_pred is not None and math.isfinite(p_pred) else None,
             "margin": margin,
-            "model_version": sum(p.n_rebuilds_ for p in parts) if parts else self.n_learned,
+            "model_version": self._model_version(parts),
         }
         if msg.y is None:
             self._outcome["predict_only"].inc()
