@@ -190,7 +190,6 @@ def test_broker_outage_and_restart_are_survived_without_restarting_the_daemon(br
         produce(broker.bootstrap_servers, IN, third)
         d.wait_processed(len(first) + len(second) + len(third), timeout=120)
         assert d.stop() == 0
-        assert d.daemon.metrics.broker_errors._value.get() >= 0
     preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(third))
     assert {k for k, _ in third} <= set(_ids(preds))
 
@@ -212,7 +211,7 @@ def test_corrupt_newest_checkpoint_starts_from_the_previous_one(broker, tmp_path
     assert older.path == paths[-2] and older.path != previous.path
     produce(broker.bootstrap_servers, IN, messages[600:])
     with DaemonThread(argv) as d:
-        assert d.daemon.metrics.checkpoint_fallbacks._value.get() == 1
+        assert d.daemon.metrics.value("robustream_checkpoint_fallbacks_total") == 1
         assert d.daemon.checkpoint_offsets == older.offsets
         # it goes back to the older checkpoint's offsets: the restored model learns what it missed
         d.wait_processed(1000 - sum(older.offsets.values()))

@@ -172,8 +172,8 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
         if n:
             last_move = time.monotonic()
             bar.update(n, acc_clean=f"{sum(recent) / max(1, len(recent)):.3f}",
-                       outlier_rate=f"{m.outlier_rate._value.get():.3f}",
-                       margin=f"{m.margin_width._value.get():.3f}")  # fmt: skip
+                       outlier_rate=f"{m.value('robustream_outlier_rate'):.3f}",
+                       margin=f"{m.value('robustream_margin_width'):.3f}")  # fmt: skip
     bar.close()
     consumer.close()
     n_pred = max(1, len(seen))
@@ -198,9 +198,9 @@ def _print_summary(s: dict, daemon: Daemon, port: int) -> None:
         ("agreement with the noisy labels it learned from", f"{s['accuracy_noisy']:.4f}"),
         ("labels flipped in the stream", f"{s['flipped']}"),
         ("messages flagged as outliers", f"{s['flagged']} ({s['flagged_precision']:.1%} of them truly flipped)"),
-        ("rebuilds (model version)", f"{int(m.model_version._value.get())}"),
+        ("rebuilds (model version)", f"{int(m.value('robustream_model_version'))}"),
         ("margin width / outlier rate of the last rebuild",
-         f"{m.margin_width._value.get():.4f} / {m.outlier_rate._value.get():.3f}"),
+         f"{m.value('robustream_margin_width'):.4f} / {m.value('robustream_outlier_rate'):.3f}"),
         ("wall time", f"{s['seconds']:.1f} s"),
     ]  # fmt: skip
     width = max(len(k) for k, _ in rows)

@@ -103,6 +103,10 @@ class DaemonMetrics:
             registry=r,
         )  # fmt: skip
 
+    def value(self, name: str, **labels: str) -> float:
+        """Current value of one sample (e.g. ``"robustream_outlier_rate"``), 0 if it has none yet."""
+        return self.registry.get_sample_value(name, labels or None) or 0.0
+
     def exposition(self) -> bytes:
         """The text exposition format, as served on ``/metrics``."""
         return generate_latest(self.registry)
