@@ -333,8 +333,14 @@ def _plot_prequential(plt, runs: list[RunResult], title: str, path: Path) -> Non
     ax.set_xlabel("rows seen")
     ax.set_ylabel("prequential accuracy (clean labels)")
     ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(plt, fig, [ax], ax, path)
+
+
+def _finish(plt, fig, axes: list, legend_ax, path: Path) -> None:
+    """The common epilogue of the replay plots: grid, legend, layout, write, close."""
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    legend_ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -357,12 +363,7 @@ def _plot_rebuilds(plt, runs: list[RunResult], title: str, path: Path) -> None:
     ax2.set_ylabel("margin width (per rebuild)")
     ax2.set_xlabel("rows seen")
     ax1.set_title(title + "  (dotted: true flip rate)", fontsize=9)
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-    ax1.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, [ax1, ax2], ax1, path)
 
 
 def _plot_error_vs_flip(plt, summary: list[dict], title: str, path: Path) -> None:
@@ -376,11 +377,7 @@ def _plot_error_vs_flip(plt, summary: list[dict], title: str, path: Path) -> Non
     ax.set_xlabel("flipped labels (%)")
     ax.set_ylabel("error (%)")
     ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, [ax], ax, path)
 
 
 # ------------------------------------------------------------------------------------------------
