@@ -166,6 +166,97 @@ def test_auto_outlier_fraction_is_deterministic_and_survives_save_load(tmp_path)
     assert loaded.weights == a.weights and loaded._candidate_errors == a._candidate_errors
 
 
+def _learn(model, stream, wait=False):
+    """Learn the stream; return the row numbers after which the model changed (a rebuild applied)."""
+    applied = []
+    for i, (x, y, _) in enumerate(stream):
+        before = model.n_rebuilds_
+        model.learn_one(x, y)
+        if wait and model._pending is not None:
+            model._pending["future"].result()  # the background solve is always done long before it is due
+        if model.n_rebuilds_ != before:
+            applied.append(i + 1)
+    return applied
+
+
+def test_background_rebuild_is_applied_exactly_rebuild_lag_rows_later_whatever_the_timing():
+    stream, held_out = list(_noisy_stream(2000, seed=5))[:1500], list(_noisy_stream(2000, seed=5))[1500:]
+    params = {"outlier_fraction": "auto", "rebuild_every": 200, "rebuild_lag": 80, "window_size": 400,
+              "coreset_size": 100, "seed": 1}  # fmt: skip
+    eager, waited = RGDSVMClassifier(**params), RGDSVMClassifier(**params)
+    assert _learn(eager, stream) == _learn(waited, stream, wait=True) == list(range(280, 1501, 200))
+    assert pickle.dumps(eager.weights) == pickle.dumps(waited.weights) and eager.intercept_ == waited.intercept_
+    assert eager._candidate_errors == waited._candidate_errors
+    # the lag changes when a model arrives, not what a solve finds: lag 0 gives another model
+    in_place = RGDSVMClassifier(**{**params, "rebuild_lag": 0})
+    assert _learn(in_place, stream) == list(range(200, 1501, 200))
+    acc = {}
+    for name, model in (("lag", eager), ("in place", in_place)):
+        acc[name] = np.mean([model.predict_one(x) == y_clean for x, _, y_clean in held_out])
+    assert min(acc.values()) > 0.85, acc  # 15% flips, a 400-row window: both learn the concept
+
+
+def test_a_pending_background_rebuild_survives_copy_pickle_and_save_load(tmp_path):
+    stream = list(_noisy_stream(1200, seed=7))
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=200, rebuild_lag=150, window_size=300, seed=2)
+    _learn(model, stream[:1050])  # the rebuild started at row 1000 is due at row 1150
+    assert model._pending is not None and model._pending["due"] == 100
+    model.save(tmp_path / "pending.json")
+    copies = [copy.deepcopy(model), pickle.loads(pickle.dumps(model)), RGDSVMClassifier.load(tmp_path / "pending.json")]
+    assert all(c._pending is not None and "future" not in c._pending for c in copies)
+    assert _learn(model, stream[1050:]) == [1150 - 1050]
+    for c in copies:
+        assert _learn(c, stream[1050:]) == [100]
+        assert c.weights == model.weights and c.intercept_ == model.intercept_
+        assert c._candidate_errors == model._candidate_errors
+
+
+def test_a_failed_auto_rebuild_keeps_the_outlier_fraction_of_the_model_in_use():
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=100, window_size=200, seed=0)
+    stream = list(_noisy_stream(400, seed=8))
+    _learn(model, stream)
+    kept = (model.outlier_fraction_, model.weights, model._candidates)
+    model._fit_rows = lambda *args: (_ for _ in ()).throw(ValueError("cannot solve"))  # every solve fails now
+    for x, y, _ in _noisy_stream(300, seed=9):
+        model.learn_one(x, y)
+    assert model.n_failed_rebuilds_ == 3
+    assert (model.outlier_fraction_, model.weights, model._candidates) == kept
+
+
+def test_invalid_rebuild_lag_is_rejected():
+    for bad in (-1, 251, 1.5, None):
+        with pytest.raises(ValueError, match="rebuild_lag must be an integer in"):
+            RGDSVMClassifier(rebuild_lag=bad)
+
+
+def test_buffer_matrix_matches_a_direct_construction_and_reuses_columns():
+    from robustream.coreset import RowBuffer, feature_order
+
+    rng = np.random.default_rng(0)
+    buf = RowBuffer(window_size=50, coreset_size=10)
+
+    def direct(rows):
+        features = feature_order(x for x, _ in rows)
+        dense = np.array([[x.get(f, 0.0) for f in features] for x, _ in rows])
+        return features, dense
+
+    for step in range(4):
+        for _ in range(30):
+            keys = rng.choice(["a", "b", "c", 7, 3], size=rng.integers(1, 5), replace=False)
+            if step == 3:
+                keys = list(keys) + ["new"]  # a feature appears: every cached row gets new column indices
+            buf.window.append(({k: float(rng.normal()) for k in sorted(keys, key=str)}, 1.0))
+        rows = buf.rows()
+        before = dict(buf._columns)
+        features, X = buf.matrix(rows)
+        ref_features, ref = direct(rows)
+        assert features == ref_features
+        np.testing.assert_array_equal(X.toarray(), ref)
+        reused = sum(before.get(id(item)) is buf._columns[id(item)] for item in rows)
+        assert reused == (0 if step in (0, 3) else 20), step  # 20 rows stayed in the window of 50
+    assert pickle.loads(pickle.dumps(buf))._columns == {}
+
+
 def test_invalid_outlier_fraction_is_rejected():
     for bad in ("automatic", 0.5, -0.1, True):
         with pytest.raises(ValueError, match="outlier_fraction must be"):

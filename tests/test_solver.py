@@ -221,3 +221,35 @@ def test_min_error_intercept_is_the_best_threshold_along_w():
     assert errors(sol.intercept) == brute
     with pytest.raises(ValueError, match="intercept"):
         solve(X, y, intercept="middle")
+
+
+def _trimmed_width(X, y, w, k_pos, k_neg):
+    proj = X @ w
+    return (np.sort(proj[y > 0])[k_pos] - np.sort(proj[y < 0])[::-1][k_neg]) / np.linalg.norm(w)
+
+
+@pytest.mark.parametrize("sketch", [None, "gaussian"])
+def test_warm_start_roots_the_tree_at_the_given_direction(sketch):
+    # classes apart along feature 1 (margin 1), their means far apart along the noisy feature 0: the
+    # difference of the means, the cold root, is a poor direction; (0, 1, 0, ...) is a good one
+    rng = np.random.default_rng(11)
+    n, d = 200, 12
+    y = np.where(np.arange(n) < n // 2, 1.0, -1.0)
+    X = rng.normal(size=(n, d)) * 0.1
+    X[:, 0] = 10.0 * y + rng.normal(0.0, 30.0, n)
+    X[:, 1] = y * (0.5 + rng.uniform(0.0, 1.0, n))
+    good = np.zeros(d)
+    good[1] = 1.0
+    js = None if sketch is None else JLSketch(64, sketch, seed=0)
+    tiny = {"tree_height": 0, "boosting_rounds": 1, "tree_rows": None}  # the root alone
+    cold = solve(X, y, outlier_fraction=(0.0, 0.0), sketch=js, seed=1, **tiny)
+    warm = solve(X, y, outlier_fraction=(0.0, 0.0), sketch=js, warm_start=good, seed=1, **tiny)
+    Z = X if js is None else js.transform(X)
+    root = good if js is None else js.transform(good[None, :])[0]
+    good_width = _trimmed_width(Z, y, root, 0, 0)
+    assert warm.tree_width == pytest.approx(good_width, rel=1e-9)  # the tree is its root alone
+    assert cold.tree_width != pytest.approx(good_width, rel=1e-3)
+    if sketch is None:
+        assert good_width > 0.0 > cold.tree_width
+    with pytest.raises(ValueError, match=r"warm_start must have shape \(12,\)"):
+        solve(X, y, warm_start=np.ones(3))

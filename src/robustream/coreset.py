@@ -26,6 +26,50 @@ class RowBuffer:
         self.window: deque[tuple[Row, float]] = deque(maxlen=window_size)
         self.coreset: list[tuple[Row, float]] = []
         self.coreset_size = coreset_size
+        # column cache of matrix(): id(row) -> (row, column indices, values) over self._features
+        self._columns: dict[int, tuple] = {}
+        self._features: list[Hashable] = []
+        self._index: dict[Hashable, int] = {}
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        for name in ("_columns", "_features", "_index"):  # a cache keyed by object ids: not for a copy
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._columns, self._features, self._index = {}, [], {}
+
+    def matrix(self, rows: list[tuple[Row, float]]) -> tuple[list[Hashable], sp.csr_matrix]:
+        """``(features, X)``: the canonical feature order of ``rows`` and their CSR matrix over it.
+
+        The columns are ``feature_order(rows)``; while the rows' feature set is unchanged a row's
+        column indices are kept from the previous call, so a rebuild converts only the rows that
+        arrived since the last one.
+        """
+        cache, index = self._columns, self._index
+        entries = [cache.get(id(item)) for item in rows]
+        missing = [i for i, (e, item) in enumerate(zip(entries, rows)) if e is None or e[0] is not item]
+        features = self._features
+        # same feature set: no new key in the new rows, and (checked below) no feature left with old rows
+        same = bool(rows) and all(index.keys() >= rows[i][0].keys() for i in missing)
+        if same:
+            for i in missing:
+                entries[i] = _columns_of(rows[i], index)
+            cols = np.concatenate([e[1] for e in entries])
+            same = bool(np.bincount(cols, minlength=len(features)).all())
+        if not same:
+            features = feature_order(x for x, _ in rows)
+            index = {f: j for j, f in enumerate(features)}
+            entries = [_columns_of(item, index) for item in rows]
+            cols = np.concatenate([e[1] for e in entries]) if entries else np.zeros(0, np.int64)
+        self._columns = {id(e[0]): e for e in entries}
+        self._features, self._index = features, index
+        indptr = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum([e[1].size for e in entries], out=indptr[1:])
+        vals = np.concatenate([e[2] for e in entries]) if entries else np.zeros(0)
+        return features, sp.csr_matrix((vals, cols, indptr), shape=(len(rows), len(features)))
 
     def __len__(self) -> int:
         return len(self.rows())
@@ -67,19 +111,13 @@ class RowBuffer:
         self.coreset = [rows[i] for i in sorted(chosen)]
 
 
-def rows_to_matrix(rows: Iterable[Row], features: list[Hashable]) -> sp.csr_matrix:
-    """CSR matrix of dict rows over the given feature order (unknown keys are ignored)."""
-    index = {f: j for j, f in enumerate(features)}
-    data, cols, indptr = [], [], [0]
-    for x in rows:
-        for key, value in x.items():
-            j = index.get(key)
-            if j is not None and value != 0:
-                cols.append(j)
-                data.append(float(value))
-        indptr.append(len(cols))
-    return sp.csr_matrix((np.asarray(data, float), np.asarray(cols, np.int64), np.asarray(indptr, np.int64)),
-                         shape=(len(indptr) - 1, len(features)))  # fmt: skip
+def _columns_of(item: tuple[Row, float], index: dict) -> tuple:
+    """``(item, column indices, values)`` of a row's non-zero features."""
+    x = item[0]
+    c = np.fromiter(map(index.__getitem__, x.keys()), np.int64, len(x))
+    v = np.fromiter(x.values(), np.float64, len(x))
+    nz = v != 0.0
+    return (item, c, v) if nz.all() else (item, c[nz], v[nz])
 
 
 def feature_order(rows: Iterable[Row]) -> list[Hashable]:

@@ -151,7 +151,8 @@ def nearest_point(
             target = max(tol * ww, floor)
             coef, g, ww, it = mdm_gram(K, g, sign, coef, cap, ww, target, min(20_000, max_iter - steps))
             steps += it
-            ww = float((sign * coef) @ K @ (sign * coef))  # refresh: removes drift of the running value
+            g = sign * (K @ (sign * coef))  # refresh: removes the drift of the running values
+            ww = float(coef @ g)  # = ||sum_i sign_i coef_i x_i||^2, since sign_i^2 = 1
             if _total_gap(g, sign, coef, cap) <= max(tol * ww, floor) or it == 0:
                 return coef, steps, True
         return coef, steps, False
@@ -221,18 +222,25 @@ def _caps(sign: np.ndarray, inlier: np.ndarray, soft: bool, nu: float) -> np.nda
 
 
 def _feasible_start(sign, inlier, cap, previous: np.ndarray | None) -> np.ndarray:
+    """Convex coefficients per class within ``cap``: ``previous`` on the inliers, renormalised, with
+    any mass above a cap spread over the rows below theirs in proportion to their room (uniform
+    when ``previous`` has no mass on a class's inliers)."""
     coef = np.zeros(sign.shape[0])
     for s in (1.0, -1.0):
         members = (sign == s) & inlier
-        start = None
-        if previous is not None:
-            c = np.where(members, previous, 0.0)
-            total = c.sum()
-            if total > 0:
-                c = c / total
-                if np.all(c <= cap + 1e-15):
-                    start = c
-        coef[members] = (start[members] if start is not None else 1.0 / members.sum())
+        c = np.where(members, previous, 0.0) if previous is not None else np.zeros(sign.shape[0])
+        total = c.sum()
+        if total <= 0.0:
+            coef[members] = 1.0 / members.sum()
+            continue
+        c = c / total
+        excess = float(np.maximum(c - cap, 0.0).sum())
+        if excess > 0.0:
+            c = np.minimum(c, cap)
+            room = np.where(members, cap - c, 0.0)
+            # sum(cap) >= 1 on the members, so the room holds the excess
+            c = c + excess * room / room.sum()
+        coef[members] = c[members]
     return coef
 
 
@@ -265,6 +273,7 @@ def solve(
     n_samples: int | None = None,
     refit_rounds: int = 5,
     tree_rows: int | None = 2000,
+    warm_start: np.ndarray | None = None,
     intercept: str = "min_error",
     tol: float = 1e-3,
     max_iter: int = 100_000,
@@ -274,7 +283,9 @@ def solve(
 
     ``outlier_fraction`` is the pair (gamma_pos, gamma_neg) of shares to discard per class.
     ``tree_rows`` caps the rows the RGD-tree evaluates its nodes on (a stratified random subset;
-    None = all rows).
+    None = all rows). ``warm_start``: a direction in the row space (full dimension) to root the
+    tree at instead of the difference of the class means, typically the previous solution ``w``
+    of a stream (a point of the Minkowski difference of rows that are still there).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -314,7 +325,14 @@ def solve(
     else:
         Z = X.toarray() if sp.issparse(X) else X
     ZP, ZQ = Z[pos], Z[~pos]
-    root = ZP.mean(axis=0) - ZQ.mean(axis=0)
+    root = None
+    if warm_start is not None and np.any(warm_start):
+        w0 = np.asarray(warm_start, dtype=np.float64)
+        if w0.shape != (X.shape[1],):
+            raise ValueError(f"warm_start must have shape ({X.shape[1]},), got {w0.shape}")
+        root = sketch.transform(w0[None, :])[0] if sketch is not None else w0
+    if root is None or not np.any(root):
+        root = ZP.mean(axis=0) - ZQ.mean(axis=0)
     if not np.any(root):
         root = ZP[0] - ZQ[0]
     if n_samples is None:
@@ -343,36 +361,34 @@ def solve(
     scale = _max_row_norm2(X)
     state = {"nu": nu, "soft": polish == "soft"}
 
-    # one Gram matrix per space, sliced by every polish and refit (O(n^2 d) once, not per round)
+    # one Gram matrix per space, shared by every polish and refit (O(n^2 d) once, not per round)
     grams: dict[str, np.ndarray] = {}
 
-    def gram_of(space: str, idx: np.ndarray):
-        if sign.shape[0] > FULL_GRAM_ROWS:
-            return None
-        if space not in grams:
-            grams[space] = _gram(Z if space == "sketch" else X)
-        return grams[space][np.ix_(idx, idx)]
+    def nearest_in(space: str, cap, start):
+        """Nearest points over the rows with cap > 0; the others keep coefficient 0."""
+        rows = Z if space == "sketch" else X
+        if sign.shape[0] <= FULL_GRAM_ROWS:
+            if space not in grams:
+                grams[space] = _gram(rows)
+            # rows with cap 0 never move, so the full matrix serves every inlier set without a copy
+            return nearest_point(rows, sign, cap, start, tol=tol, max_iter=max_iter, gram=grams[space])
+        idx = np.flatnonzero(cap > 0.0)
+        c_in, it, ok = nearest_point(rows[idx], sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter)
+        coef = np.zeros(sign.shape[0])
+        coef[idx] = c_in
+        return coef, it, ok
 
     def polish_once(inlier_mask, soft, nu_eff, previous):
         cap = _caps(sign, inlier_mask, soft, nu_eff)
         start = _feasible_start(sign, inlier_mask, cap, previous)
-        idx = np.flatnonzero(inlier_mask)
         steps = 0
         if sketch is not None:
-            c_in, it, ok = nearest_point(
-                Z[idx], sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter, gram=gram_of("sketch", idx)
-            )
-            steps += it
-            start = np.zeros_like(start)
-            start[idx] = c_in
+            start, steps, ok = nearest_in("sketch", cap, start)
+        coef = start
         if sketch is None or polish_space == "full":
-            c_in, it, ok_full = nearest_point(
-                X[idx], sign[idx], cap[idx], start[idx], tol=tol, max_iter=max_iter, gram=gram_of("full", idx)
-            )
+            coef, it, ok_full = nearest_in("full", cap, start)
             steps += it
             ok = ok_full and (sketch is None or ok)  # a capped sketch-stage polish is reported too
-        coef = np.zeros(sign.shape[0])
-        coef[idx] = c_in
         return coef, steps, ok
 
     def polish_on(inlier_mask, soft, previous):

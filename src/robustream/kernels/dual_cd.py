@@ -32,7 +32,7 @@ stops when the largest absolute projected gradient over an epoch
 (``max_i |PG_i|``) is below ``tol`` on the full set, or after ``max_epochs``
 epochs.
 
-Entry points (all arrays in, arrays out, ``@njit(cache=True)``):
+Entry points (all arrays in, arrays out, ``@njit(cache=True, nogil=True)``):
 
 * :func:`dual_cd_dense` -- rows of a float64 2-D (C-contiguous) array,
 * :func:`dual_cd_csr` -- rows of a CSR matrix given as ``data, indices, indptr``,
@@ -70,7 +70,7 @@ _PG_SKIP = 1e-12
 # --------------------------------------------------------------------------- numba
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _splitmix64(state):
     state = state + _GOLDEN
     z = state
@@ -80,7 +80,7 @@ def _splitmix64(state):
     return state, z
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_dot(Xd, data, indices, indptr, sparse, i, w):
     acc = 0.0
     if sparse:
@@ -92,7 +92,7 @@ def _row_dot(Xd, data, indices, indptr, sparse, i, w):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_axpy(Xd, data, indices, indptr, sparse, i, coef, w):
     if sparse:
         for p in range(indptr[i], indptr[i + 1]):
@@ -102,7 +102,7 @@ def _row_axpy(Xd, data, indices, indptr, sparse, i, coef, w):
             w[j] += coef * Xd[i, j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_sqnorm(Xd, data, indices, indptr, sparse, i):
     acc = 0.0
     if sparse:
@@ -114,7 +114,7 @@ def _row_sqnorm(Xd, data, indices, indptr, sparse, i):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dual_cd_core(
     Xd, data, indices, indptr, sparse, n_features,
     y, lower, upper, alpha0, bias_scale, tol, max_epochs, seed, shrinking,
@@ -231,7 +231,7 @@ def _dual_cd_core(
     return alpha, w, wb * B, epoch
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dual_cd_dense(X, y, lower, upper, alpha0, bias_scale, tol, max_epochs, seed, shrinking):
     """Box-constrained dual CD on the rows of a dense float64 2-D array.
 
@@ -259,7 +259,7 @@ def dual_cd_dense(X, y, lower, upper, alpha0, bias_scale, tol, max_epochs, seed,
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dual_cd_csr(data, indices, indptr, n_features, y, lower, upper, alpha0,
                 bias_scale, tol, max_epochs, seed, shrinking):
     """Box-constrained dual CD on the rows of a CSR matrix ``(data, indices, indptr)``.

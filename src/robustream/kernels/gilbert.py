@@ -30,7 +30,7 @@ from numba import njit
 _EPS = 1e-300
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _signed_projections(X: np.ndarray, sign: np.ndarray, w: np.ndarray) -> np.ndarray:
     n, d = X.shape
     g = np.empty(n)
@@ -42,7 +42,7 @@ def _signed_projections(X: np.ndarray, sign: np.ndarray, w: np.ndarray) -> np.nd
     return g
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _combine(X: np.ndarray, sign: np.ndarray, coef: np.ndarray) -> np.ndarray:
     n, d = X.shape
     w = np.zeros(d)
@@ -54,7 +54,7 @@ def _combine(X: np.ndarray, sign: np.ndarray, coef: np.ndarray) -> np.ndarray:
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gilbert(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, tol: float, max_iter: int):
     """Two-class Gilbert algorithm on the implicit Minkowski difference (hard hulls).
 
@@ -138,7 +138,7 @@ def gilbert_reference(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, tol: f
     return coef, n_iter, converged
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _mdm_pick(g: np.ndarray, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray):
     """Most violating pair (i loses mass, j gains) of each class; returns the larger one."""
     n = g.shape[0]
@@ -168,7 +168,7 @@ def _mdm_pick(g: np.ndarray, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray
     return up_q, dn_q, gap_q, gap_p + gap_q
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def mdm(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, cap: np.ndarray, tol: float, max_iter: int):
     """MDM nearest point between two (reduced) convex hulls, O(n d) per step.
 
@@ -258,7 +258,7 @@ def _mdm_pick_reference(g, sign, coef, cap):
     return iq, jq, gq, gp + gq
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def mdm_gram(
     K: np.ndarray,
     g: np.ndarray,

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def csr_times_dense(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, R: np.ndarray) -> np.ndarray:
     """``X @ R`` for CSR ``X`` given by its arrays; O(nnz * k)."""
     n = indptr.shape[0] - 1
@@ -39,7 +39,7 @@ def csr_times_dense_reference(data, indices, indptr, R, n_features):
     return X @ R
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fwht_rows(Y: np.ndarray) -> None:
     """Unnormalised fast Walsh-Hadamard transform of every row, in place (row length 2^m)."""
     n, D = Y.shape
@@ -63,7 +63,7 @@ def hadamard_reference(D: int) -> np.ndarray:
     return H
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def srht_rows(X: np.ndarray, signs: np.ndarray, sample: np.ndarray) -> np.ndarray:
     """SRHT of dense rows: ``(H diag(signs) x_padded)[sample] / sqrt(k)``; ``signs`` has length 2^m."""
     n, d = X.shape
@@ -82,7 +82,7 @@ def srht_rows(X: np.ndarray, signs: np.ndarray, sample: np.ndarray) -> np.ndarra
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def srht_csr_rows(data, indices, indptr, signs: np.ndarray, sample: np.ndarray) -> np.ndarray:
     """SRHT of CSR rows (each row is densified to length 2^m one at a time)."""
     n = indptr.shape[0] - 1
@@ -109,7 +109,7 @@ def srht_reference(X: np.ndarray, signs: np.ndarray, sample: np.ndarray) -> np.n
     return (Xp * signs) @ hadamard_reference(D).T[:, sample] / np.sqrt(sample.shape[0])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def hashed_csr_rows(data, indices, indptr, positions: np.ndarray, signs: np.ndarray, k: int, scale: float):
     """Hashed sparse JL of CSR rows: feature j spreads ``signs[j] * scale`` over ``positions[j]``."""
     n = indptr.shape[0] - 1

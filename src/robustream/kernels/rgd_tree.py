@@ -25,7 +25,7 @@ from numba import njit
 from .selection import smallest_k_indices, trimmed_widths
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def expand_node(x: np.ndarray, P: np.ndarray, Q: np.ndarray, pick_p: np.ndarray, pick_q: np.ndarray):
     """Children of node ``x`` for the sampled pairs ``(P[pick_p[r]], Q[pick_q[r]])``.
 

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _select_inplace(buf: np.ndarray, k: int) -> float:
     """Rearrange ``buf`` so that ``buf[k]`` is its k-th smallest value (0-based) and return it."""
     lo = 0
@@ -57,7 +57,7 @@ def _select_inplace(buf: np.ndarray, k: int) -> float:
     return buf[k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kth_smallest(values: np.ndarray, k: int) -> float:
     """The k-th smallest entry (0-based) of a 1-D array, without modifying it."""
     buf = values.copy()
@@ -69,7 +69,7 @@ def kth_smallest_reference(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, k)[k])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def trimmed_widths(
     proj_pos: np.ndarray, proj_neg: np.ndarray, n_discard_pos: int, n_discard_neg: int, norms: np.ndarray
 ) -> np.ndarray:
@@ -111,7 +111,7 @@ def trimmed_widths_reference(
     return np.where(norms > 0.0, out, -np.inf)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def smallest_k_indices(values: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k smallest entries (in index order; ties at the threshold by lowest index)."""
     n = values.shape[0]

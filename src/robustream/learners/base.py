@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import math
+import operator
 import os
+from concurrent.futures import ThreadPoolExecutor
+from itertools import repeat
 from typing import Any, Hashable
 
 import numpy as np
 from river import base
 
 from .. import persist
-from ..coreset import RowBuffer, feature_order, key_order, rows_to_matrix
+from ..coreset import RowBuffer, key_order
 
 
 DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a dense matrix
+
+
+def sparse_dot(weights: dict, x: dict) -> float:
+    """``sum(weights[k] * x[k])`` over the keys of ``x``, exactly rounded (``math.fsum``), so the
+    result does not depend on the order of the features."""
+    return math.fsum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values()))
 
 
 def _sigmoid(z: float) -> float:
@@ -36,6 +45,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (isinstance(self.rebuild_lag, int) and 0 <= self.rebuild_lag <= self.rebuild_every):
+            raise ValueError(f"rebuild_lag must be an integer in [0, rebuild_every], got {self.rebuild_lag!r}")
         seed = getattr(self, "seed", 0)
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ValueError(f"seed must be an integer, got {seed!r}")
@@ -50,10 +61,17 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._margin_unit = 1.0
         self._proba_slope = 1.0
         self._since_rebuild = 0
+        self._pending: dict | None = None  # the rebuild running in the background
+        self._arrival_keys: tuple = ()
+        self._canonical_keys: list = []
         self._buffer = RowBuffer(self.window_size, self.coreset_size)
 
-    def _fit_rows(self, X, signs: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, float, float]:
-        """Return ``(coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)``; raise
+    def _fit_rows(
+        self, X, signs: np.ndarray, features: list, context: dict, seed: int
+    ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, float, float]:
+        """Solve on the rows ``X`` (columns: ``features``) with the ``context`` of
+        :meth:`_fit_context` and the rebuild's ``seed``; may run in a background thread, so it reads
+        no mutable state of ``self``. Return ``(coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)``; raise
         ValueError when the rows cannot be solved. ``row_weight`` > 0 marks the support rows."""
         raise NotImplementedError
 
@@ -65,9 +83,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     # -- inference ----------------------------------------------------------------------------
     def decision_one(self, x: dict) -> float:
         """``w . x + b`` in O(non-zero features)."""
-        w = self.weights
-        # fsum is exactly rounded, so the result does not depend on the order of the features
-        return math.fsum(w.get(k, 0.0) * v for k, v in x.items()) + self.intercept_
+        return sparse_dot(self.weights, x) + self.intercept_
 
     def predict_proba_one(self, x: dict) -> dict[bool, float]:
         p = _sigmoid(self._proba_slope * self.decision_one(x) / self._margin_unit)
@@ -89,14 +105,29 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def learn_one(self, x: dict, y: Any) -> None:
         sign = 1.0 if bool(y) else -1.0
         # canonical key order: everything downstream is independent of the order features arrive in
-        row = {k: float(x[k]) for k in sorted(x, key=key_order) if x[k]}
+        keys = tuple(x)
+        if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
+            self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
+        row = {k: float(x[k]) for k in self._canonical_keys if x[k]}
         self._buffer.window.append((row, sign))
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)
         self._since_rebuild += 1
+        if self._pending is not None:
+            self._pending["due"] -= 1
+            if self._pending["due"] <= 0:
+                self._finish_pending()
         if self._since_rebuild >= self.rebuild_every:
             self._since_rebuild = 0
-            self.rebuild()
+            if self.rebuild_lag == 0:
+                self.rebuild()
+            else:
+                self._pending = self._snapshot()
+                if self._pending is None:
+                    self.n_failed_rebuilds_ += 1
+                else:
+                    self._pending["due"] = self.rebuild_lag
+                    self._pending["future"] = _background().submit(self._compute, self._pending)
 
     def _passive_aggressive(self, row: dict, sign: float, C: float = 0.01) -> None:
         loss = max(0.0, 1.0 - sign * self.decision_one(row))
@@ -108,25 +139,58 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             self.intercept_ += step
 
     def rebuild(self) -> bool:
-        """Solve on coreset + window now; returns False (and keeps the model) when it cannot."""
+        """Solve on coreset + window now; returns False (and keeps the model) when it cannot.
+
+        A rebuild still running in the background (``rebuild_lag``) is applied first.
+        """
+        if self._pending is not None:
+            self._finish_pending()
+        snapshot = self._snapshot()
+        if snapshot is None:
+            self.n_failed_rebuilds_ += 1
+            return False
+        return self._apply(snapshot, self._compute(snapshot))
+
+    # A rebuild in three steps: the snapshot and the apply run on the caller's thread (they read and
+    # write the model); the compute step reads only the snapshot, so it can run in a background thread
+    # while the stream goes on (``rebuild_lag`` > 0). The result depends only on the snapshot, and it
+    # is applied after exactly ``rebuild_lag`` more rows, so the model is the same on every machine.
+    def _snapshot(self) -> dict | None:
+        """The rows, labels, matrix and solver context of a rebuild; None when a class has < 2 rows."""
         rows = self._buffer.rows()
         signs = np.array([s for _, s in rows])
         n_pos = int((signs > 0).sum())
         if n_pos < 2 or signs.size - n_pos < 2:
-            self.n_failed_rebuilds_ += 1
-            return False
-        features = feature_order(x for x, _ in rows)
-        X = rows_to_matrix((x for x, _ in rows), features)
+            return None
+        return {"rows": rows, "signs": signs, "context": self._fit_context(), "seed": self.seed + self.n_rebuilds_}
+
+    def _compute(self, snapshot: dict):
+        """The solve of a snapshot: ``(features, X, fit, context)``; ``fit`` is None when the rows cannot
+        be solved."""
+        features, X = self._buffer.matrix(snapshot["rows"])  # its cache is used by one rebuild at a time
         if X.nnz > DENSE_ABOVE * X.shape[0] * X.shape[1]:
             X = X.toarray()  # dense BLAS products are several times faster than sparse ones on dense rows
+        context = dict(snapshot["context"])  # the solve may add its by-products; the snapshot stays as taken
         try:
-            coef, intercept, outlier_mask, row_weight, width, unit = self._fit_rows(X, signs)
+            fit = self._fit_rows(X, snapshot["signs"], features, context, snapshot["seed"])
         except (ValueError, FloatingPointError):
+            fit = None
+        if fit is not None and (not np.all(np.isfinite(fit[0])) or not np.any(fit[0])):
+            fit = None
+        return features, X, fit, context
+
+    def _finish_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        future = pending.get("future")
+        self._apply(pending, future.result() if future is not None else self._compute(pending))
+
+    def _apply(self, snapshot: dict, computed) -> bool:
+        features, X, fit, context = computed
+        if fit is None:
             self.n_failed_rebuilds_ += 1
             return False
-        if not np.all(np.isfinite(coef)) or not np.any(coef):
-            self.n_failed_rebuilds_ += 1
-            return False
+        coef, intercept, outlier_mask, row_weight, width, unit = fit
+        signs = snapshot["signs"]
         self.weights = {f: float(v) for f, v in zip(features, coef) if v != 0.0}
         self.intercept_ = float(intercept)
         self.margin_width_ = float(width)
@@ -134,9 +198,28 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._margin_unit = max(float(unit), 1e-12)
         margins = signs * (np.asarray(X @ coef).ravel() + intercept) / self._margin_unit
         self._proba_slope = _fit_slope(margins[~outlier_mask])
-        self._buffer.refresh_coreset(rows, row_weight, margins, ~outlier_mask, seed=self.seed + self.n_rebuilds_)
+        self._buffer.refresh_coreset(snapshot["rows"], row_weight, margins, ~outlier_mask, seed=snapshot["seed"])
+        self._after_fit(context)
         self.n_rebuilds_ += 1
         return True
+
+    def _fit_context(self) -> dict:
+        """What a subclass's solve needs from the current model (read on the caller's thread)."""
+        return {}
+
+    def _after_fit(self, context: dict) -> None:
+        """Install what a successful solve left in ``context`` (on the caller's thread)."""
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        if self._pending is not None:  # a copy recomputes the running rebuild from its snapshot
+            state["_pending"] = {k: v for k, v in self._pending.items() if k != "future"}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        # states written by versions without background rebuilds or the key-order cache lack these
+        self.__dict__.update({"_pending": None, "_arrival_keys": (), "_canonical_keys": []})
+        self.__dict__.update(state)
 
     # -- mini-batch API ------------------------------------------------------------------------
     def learn_many(self, X, y) -> None:
@@ -187,7 +270,23 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 ["window", window_pos[id(item)]] if id(item) in window_pos else [enc(item[0]), item[1]]
                 for item in self._buffer.coreset
             ],
+            "pending": None if self._pending is None else self._encode_pending(window_pos),
         }
+
+    def _encode_pending(self, window_pos: dict) -> dict:
+        """The running rebuild as its snapshot (rows by buffer position where they are still buffered);
+        a loaded model recomputes it."""
+        coreset_pos = {id(item): i for i, item in enumerate(self._buffer.coreset)}
+        rows = []
+        for item in self._pending["rows"]:
+            if id(item) in window_pos:
+                rows.append(["window", window_pos[id(item)]])
+            elif id(item) in coreset_pos:
+                rows.append(["coreset", coreset_pos[id(item)]])
+            else:  # left the window since the snapshot
+                rows.append([_encode_row(item[0]), item[1]])
+        context = {k: _encode_value(v) for k, v in self._pending["context"].items()}
+        return {"rows": rows, "due": self._pending["due"], "seed": self._pending["seed"], "context": context}
 
     def _set_state(self, st: dict) -> None:
         dec = _decode_row
@@ -203,6 +302,25 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         window = [(dec(x), s) for x, s in st["window"]]
         self._buffer.window.extend(window)
         self._buffer.coreset = [window[b] if a == "window" else (dec(a), b) for a, b in st["coreset"]]
+        pending = st.get("pending")  # files written before rebuild_lag existed have none
+        if pending is not None:
+            by = {"window": window, "coreset": self._buffer.coreset}
+            rows = [by[a][b] if isinstance(a, str) else (dec(a), b) for a, b in pending["rows"]]
+            self._pending = {
+                "rows": rows, "signs": np.array([s for _, s in rows]), "due": pending["due"], "seed": pending["seed"],
+                "context": {k: _decode_value(v) for k, v in pending["context"].items()},
+            }  # fmt: skip
+
+
+_BACKGROUND: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _background() -> ThreadPoolExecutor:
+    """The one thread that runs rebuilds in the background (per process: a forked child makes its own)."""
+    global _BACKGROUND
+    if _BACKGROUND is None or _BACKGROUND[0] != os.getpid():
+        _BACKGROUND = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="robustream-rebuild"))
+    return _BACKGROUND[1]
 
 
 def _dict_rows(X):
@@ -222,6 +340,23 @@ def _encode_row(row: dict) -> list:
 
 def _decode_row(pairs: list) -> dict:
     return {k: v for k, v in pairs}
+
+
+def _encode_value(v):
+    """A solver context value (numbers, None, feature dicts, lists of them) as JSON."""
+    if isinstance(v, dict):
+        return {"row": _encode_row(v)}
+    if isinstance(v, (list, tuple)):
+        return [_encode_value(u) for u in v]
+    return v
+
+
+def _decode_value(v):
+    if isinstance(v, dict):
+        return _decode_row(v["row"])
+    if isinstance(v, list):
+        return [_decode_value(u) for u in v]
+    return v
 
 
 def _fit_slope(margins: np.ndarray, iters: int = 25) -> float:

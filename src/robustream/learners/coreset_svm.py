@@ -13,6 +13,8 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     low-margin inliers), but every rebuild keeps *all* rows: an MDM nearest-point solve of the two
     hulls (``polish="hard"``; when the hulls of noisy data intersect, the reduced hulls with
     ``nu``), no RGD-tree and no trimming. It shows what explicit outlier removal buys.
+    ``rebuild_lag > 0`` runs the rebuilds in a background thread, as in
+    :class:`~robustream.RGDSVMClassifier`.
 
     Examples
     --------
@@ -28,6 +30,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
         window_size: int = 1000,
         coreset_size: int = 500,
         rebuild_every: int = 250,
+        rebuild_lag: int = 0,
         polish: str = "auto",
         nu: float = 0.3,
         seed: int = 0,
@@ -35,6 +38,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
         self.window_size = window_size
         self.coreset_size = coreset_size
         self.rebuild_every = rebuild_every
+        self.rebuild_lag = rebuild_lag
         self.polish = polish
         self.nu = nu
         self.seed = seed
@@ -43,11 +47,12 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {"rebuild_every": 50, "window_size": 100, "coreset_size": 50}
+        yield {"rebuild_every": 50, "rebuild_lag": 50, "window_size": 100, "coreset_size": 50}
 
-    def _fit_rows(self, X, signs):
+    def _fit_rows(self, X, signs, features, context, seed):
         sol = solve(
             X, signs, outlier_fraction=(0.0, 0.0), polish=self.polish, nu=self.nu,
-            tree_height=1, boosting_rounds=1, refit_rounds=0, seed=self.seed + self.n_rebuilds_,
+            tree_height=1, boosting_rounds=1, refit_rounds=0, seed=seed,
         )  # fmt: skip
         unit = 0.5 * float(sol.coef @ sol.coef)
         return sol.coef, sol.intercept, sol.outlier_mask, sol.convex_coef, sol.margin_width, unit

@@ -15,6 +15,8 @@ class RampSVMClassifier(RebuildingLinearClassifier):
     steps; a row with ``y f(x) < s`` exerts no pull) is solved on coreset + window. The coreset
     keeps the rows with non-zero dual variables plus low-margin inliers; the outliers are the rows
     with ``y f(x) < s``. Margins are in the canonical hinge scale (``|f| = 1`` on the margin).
+    ``rebuild_lag > 0`` runs the rebuilds in a background thread, as in
+    :class:`~robustream.RGDSVMClassifier`.
 
     Examples
     --------
@@ -32,6 +34,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
         window_size: int = 1000,
         coreset_size: int = 500,
         rebuild_every: int = 250,
+        rebuild_lag: int = 0,
         seed: int = 0,
     ):
         self.C = C
@@ -39,6 +42,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
         self.window_size = window_size
         self.coreset_size = coreset_size
         self.rebuild_every = rebuild_every
+        self.rebuild_lag = rebuild_lag
         self.seed = seed
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
@@ -49,10 +53,11 @@ class RampSVMClassifier(RebuildingLinearClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {"rebuild_every": 50, "window_size": 100, "coreset_size": 50}
+        yield {"rebuild_every": 50, "rebuild_lag": 50, "window_size": 100, "coreset_size": 50}
         yield {"C": 1.0, "s": 0.0, "rebuild_every": 40, "window_size": 80, "coreset_size": 30}
 
-    def _fit_rows(self, X, signs):
-        sol = ramp_svm_cccp(X, signs, C=self.C, s=self.s, seed=self.seed + self.n_rebuilds_)
+    def _fit_rows(self, X, signs, features, context, seed):
+        sol = ramp_svm_cccp(X, signs, C=self.C, s=self.s, seed=seed)
         norm = float(np.linalg.norm(sol.coef))
         width = 2.0 / norm if norm > 0 else 0.0
         return sol.coef, sol.intercept, sol.outlier_mask, np.abs(sol.alpha), width, 1.0

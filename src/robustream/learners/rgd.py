@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from ..batch import AUTO_FRACTIONS
-from ..coreset import feature_order
 from ..sketch import JLSketch
 from ..solver import per_class_outlier_fractions, solve
-from .base import RebuildingLinearClassifier, _decode_row, _encode_row
+from .base import RebuildingLinearClassifier, _decode_row, _encode_row, sparse_dot
 
 # fraction used by the first "auto" rebuild, before any candidate has been scored (the fixed default)
 _AUTO_START = 0.2
@@ -42,10 +41,22 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         about one window.
     window_size, coreset_size, rebuild_every
         Rows kept from the recent stream, rows kept from past solutions, and rebuild period.
+    rebuild_lag
+        0: a rebuild runs inside the ``learn_one`` call that triggers it. ``k > 0`` (at most
+        ``rebuild_every``): it runs in a background thread on a snapshot of coreset + window while
+        the stream goes on, and its model replaces the current one exactly ``k`` rows later (waiting
+        for it if it is not done). The numba kernels release the GIL, so a second core does the
+        solve. The model depends only on the stream and the seed, never on the machine's speed.
     sketch, sketch_dim
         Optional JL sketch the RGD-tree runs on (``sketch_dim=None``: no sketch).
     polish, nu, tree_height, level_width, boosting_rounds
-        Solver settings (see :class:`robustream.RGDSVC`).
+        Solver settings (see :class:`robustream.RGDSVC`). From the second rebuild on, the tree is
+        rooted at the previous solution, so the search goes on across rebuilds: a shallow, narrow
+        tree per rebuild (the defaults, 3 levels of 4 nodes, 2 boosting rounds) is as accurate on
+        the benchmarks as the batch estimator's 6 x 10 x 3 at a fraction of the cost.
+    tree_rows
+        The tree ranks its directions on a stratified sample of this many rows of coreset + window
+        (None: all); every row is used for the inliers and the polish.
     seed
         Seed of the solver; same seed and stream give the same model, bit for bit.
     noise_model
@@ -78,13 +89,15 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         window_size: int = 1000,
         coreset_size: int = 500,
         rebuild_every: int = 250,
+        rebuild_lag: int = 0,
         sketch: str = "hashed",
         sketch_dim: int | None = None,
         polish: str = "soft",
         nu: float = 0.3,
-        tree_height: int = 6,
-        level_width: int = 10,
-        boosting_rounds: int = 3,
+        tree_height: int = 3,
+        level_width: int = 4,
+        boosting_rounds: int = 2,
+        tree_rows: int | None = 600,
         seed: int = 0,
         noise_model: str = "binary",
     ):
@@ -92,6 +105,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self.window_size = window_size
         self.coreset_size = coreset_size
         self.rebuild_every = rebuild_every
+        self.rebuild_lag = rebuild_lag
         self.sketch = sketch
         self.sketch_dim = sketch_dim
         self.polish = polish
@@ -99,6 +113,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self.tree_height = tree_height
         self.level_width = level_width
         self.boosting_rounds = boosting_rounds
+        self.tree_rows = tree_rows
         self.seed = seed
         self.noise_model = noise_model
         self._check_params()
@@ -112,27 +127,43 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         if self._candidates:
             forget = 1.0 - 1.0 / self.window_size
             for i, (w, b) in enumerate(self._candidates):
-                wrong = (math.fsum(w.get(k, 0.0) * v for k, v in x.items()) + b > 0.0) != bool(y)
+                wrong = (sparse_dot(w, x) + b > 0.0) != bool(y)
                 self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * wrong
         super().learn_one(x, y)
 
-    def _fit_rows(self, X, signs):
+    def _fit_context(self) -> dict:
+        # the tree of a rebuild is rooted at the previous solution of its fraction (once there is one)
         if self.outlier_fraction != "auto":
-            return self._solve_at(X, signs, self.outlier_fraction)
+            return {"fractions": [self.outlier_fraction], "previous": [self._previous(self.weights)]}
+        fraction = self.outlier_fraction_
         if self._candidates:
             best = min(self._candidate_errors)
-            self.outlier_fraction_ = min(
-                r for r, e in zip(AUTO_FRACTIONS, self._candidate_errors) if e <= best + 1e-12
-            )
-        features = feature_order(x for x, _ in self._buffer.rows())  # the columns of X
-        fits = {r: self._solve_at(X, signs, r) for r in AUTO_FRACTIONS}
-        self._candidates = [
-            ({f: float(v) for f, v in zip(features, fits[r][0]) if v != 0.0}, float(fits[r][1]))
-            for r in AUTO_FRACTIONS
-        ]
-        return fits[self.outlier_fraction_]
+            fraction = min(r for r, e in zip(AUTO_FRACTIONS, self._candidate_errors) if e <= best + 1e-12)
+        previous = [w for w, _ in self._candidates] or [self._previous(self.weights)] * len(AUTO_FRACTIONS)
+        return {"fractions": list(AUTO_FRACTIONS), "previous": previous, "pick": fraction}
 
-    def _solve_at(self, X, signs, outlier_fraction: float):
+    def _previous(self, weights: dict) -> dict | None:
+        # before the first rebuild the weights are the passive-aggressive warm start, not a point of the hulls
+        return dict(weights) if self.n_rebuilds_ > 0 and weights else None
+
+    def _fit_rows(self, X, signs, features, context, seed):
+        fits = []
+        for r, w in zip(context["fractions"], context["previous"]):
+            warm = None if w is None else np.fromiter((w.get(f, 0.0) for f in features), np.float64, len(features))
+            fits.append(self._solve_at(X, signs, r, warm, seed))
+        if self.outlier_fraction != "auto":
+            return fits[0]
+        context["candidates"] = [
+            ({f: float(v) for f, v in zip(features, fit[0]) if v != 0.0}, float(fit[1])) for fit in fits
+        ]
+        return fits[context["fractions"].index(context["pick"])]
+
+    def _after_fit(self, context: dict) -> None:
+        if "candidates" in context:
+            self.outlier_fraction_ = context["pick"]
+            self._candidates = context["candidates"]
+
+    def _solve_at(self, X, signs, outlier_fraction: float, warm_start: np.ndarray | None, seed: int):
         n_pos = int((signs > 0).sum())
         fractions = per_class_outlier_fractions(outlier_fraction, n_pos, signs.size - n_pos, self.noise_model)
         sketch = None
@@ -141,7 +172,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         sol = solve(
             X, signs, outlier_fraction=fractions, polish=self.polish, nu=self.nu, sketch=sketch,
             tree_height=self.tree_height, level_width=self.level_width,
-            boosting_rounds=self.boosting_rounds, seed=self.seed + self.n_rebuilds_,
+            boosting_rounds=self.boosting_rounds, tree_rows=self.tree_rows, seed=seed, warm_start=warm_start,
         )  # fmt: skip
         unit = 0.5 * float(sol.coef @ sol.coef)  # distance to the nearest (reduced-hull) point, times ||w||
         return sol.coef, sol.intercept, sol.outlier_mask, sol.convex_coef, sol.margin_width, unit
@@ -156,12 +187,15 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (self.tree_rows is None or (isinstance(self.tree_rows, int) and self.tree_rows >= 4)):
+            raise ValueError(f"tree_rows must be an integer >= 4 or None, got {self.tree_rows!r}")
 
     @classmethod
     def _unit_test_params(cls):
         yield {"rebuild_every": 50, "window_size": 100, "coreset_size": 50}
         yield {"rebuild_every": 40, "window_size": 80, "coreset_size": 30, "sketch_dim": 8, "polish": "hard"}
         yield {"outlier_fraction": "auto", "rebuild_every": 50, "window_size": 100, "coreset_size": 50}
+        yield {"outlier_fraction": "auto", "rebuild_every": 50, "rebuild_lag": 20, "window_size": 100, "coreset_size": 50}
 
     def _state(self) -> dict:
         return {
