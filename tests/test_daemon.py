@@ -1,5 +1,6 @@
 """The daemon's parts that need no broker: message validation, model state, checkpoints, options."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -238,3 +239,48 @@ def test_more_than_two_labels_wrap_the_learner_one_vs_rest_with_its_noise_model(
     assert daemon.model.classifier.noise_model == "one_vs_rest" and daemon.model.classifier.outlier_fraction == 0.1
     binary = Daemon(resolve(build_parser().parse_args(["serve", "--checkpoint-dir", str(tmp_path / "b")]), {}))
     assert isinstance(binary.model, RGDSVMClassifier) and binary.model.noise_model == "binary"
+
+
+def test_producer_settings_pass_through_but_acks_stays_all(tmp_path):
+    from robustream.daemon.service import Daemon
+
+    def daemon(*options):
+        argv = ["serve", "--checkpoint-dir", str(tmp_path)] + [a for o in options for a in ("--kafka-option", o)]
+        return Daemon(resolve(build_parser().parse_args(argv), environ={}))
+
+    assert daemon("linger_ms=0", "batch_size=1024").producer_settings["linger_ms"] == 0
+    with pytest.raises(ValueError, match="acks=1: the daemon produces with acks=all"):
+        daemon("acks=1")
+
+
+def test_model_files_are_the_canonical_json_of_their_document(tmp_path):
+    payload = {"b": [1.5, 2.0**60, "é\ud800", None, True], "a": {"z": 1, "y": [0.1]}}
+    persist.dump(payload, tmp_path / "m.json", format_name="robustream-checkpoint")
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    doc = {"format": "robustream-checkpoint", "version": persist.VERSION, "payload": payload,
+           "sha256": hashlib.sha256(body.encode()).hexdigest()}  # fmt: skip
+    assert (tmp_path / "m.json").read_bytes() == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    assert persist.load(tmp_path / "m.json", format_name="robustream-checkpoint") == json.loads(json.dumps(payload))
+
+
+def test_model_files_are_the_canonical_json_of_their_document(tmp_path):
+    payload = {"b": [1.5, 2.0**60, "é\ud800", None, True], "a": {"z": 1, "y": [0.1]}}
+    persist.dump(payload, tmp_path / "m.json", format_name="robustream-checkpoint")
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    doc = {"format": "robustream-checkpoint", "version": persist.VERSION, "payload": payload,
+           "sha256": hashlib.sha256(body.encode()).hexdigest()}  # fmt: skip
+    assert (tmp_path / "m.json").read_bytes() == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    assert persist.load(tmp_path / "m.json", format_name="robustream-checkpoint") == json.loads(json.dumps(payload))
+
+
+def test_rows_of_floats_are_written_as_the_general_walk_writes_them(monkeypatch):
+    from robustream.daemon import state
+
+    model = RGDSVMClassifier(rebuild_every=10**6, window_size=50)
+    for x, y in _stream(60):
+        model.learn_one(x, y)
+    shared = [1.0, 2.5]
+    doc = {"rows": [({"a": 1.0, "b": -0.0}, 1.0), shared, shared, (0.5,)], "odd": [float("inf"), 1.0, {1: 2.0}]}
+    fast = json.dumps([encode_state(model), encode_state(doc)])
+    monkeypatch.setattr(state, "_finite_floats", lambda items: None)  # every number through ref()
+    assert fast == json.dumps([encode_state(model), encode_state(doc)])

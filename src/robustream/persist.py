@@ -29,12 +29,16 @@ def _canonical(payload: Any) -> bytes:
 def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> None:
     """Write ``payload`` (JSON-able) atomically with its checksum; ``format_name`` tells what the file holds."""
     body = _canonical(payload)
-    doc = {"format": format_name, "version": VERSION, "sha256": hashlib.sha256(body).hexdigest(), "payload": payload}
+    # = _canonical(doc), around the payload text already written (json.dump would encode it again,
+    # in pure Python: ~10x slower than json.dumps)
+    doc = b'{"format":%s,"payload":%s,"sha256":"%s","version":%d}' % (
+        _canonical(format_name), body, hashlib.sha256(body).hexdigest().encode("ascii"), VERSION
+    )
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(doc)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
