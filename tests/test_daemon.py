@@ -10,7 +10,15 @@ from river import linear_model, multiclass, naive_bayes, preprocessing
 from robustream import RGDSVMClassifier, persist
 from robustream.cli import build_parser
 from robustream.daemon.checkpoint import CheckpointStore
-from robustream.daemon.codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json
+from robustream.daemon.codec import (
+    UNLABELLED,
+    InvalidMessage,
+    LabelSpace,
+    dead_letter,
+    decode_message,
+    encode_json,
+    encode_prediction,
+)
 from robustream.daemon.config import SERVE_OPTIONS, resolve
 from robustream.daemon.metrics import METRIC_NAMES, DaemonMetrics
 from robustream.daemon.state import StateError, decode_state, encode_state
@@ -284,3 +292,69 @@ def test_rows_of_floats_are_written_as_the_general_walk_writes_them(monkeypatch)
     fast = json.dumps([encode_state(model), encode_state(doc)])
     monkeypatch.setattr(state, "_finite_floats", lambda items: None)  # every number through ref()
     assert fast == json.dumps([encode_state(model), encode_state(doc)])
+
+
+@pytest.mark.parametrize(
+    "fields, outlier",
+    [
+        (("a", 1, 0.75, -0.5, 3), False),
+        ((7, 0, None, None, 0), None),
+        (("\ud800é\n\"", "spam", 1e-300, 1.7976931348623157e308, 2**40), True),
+        (("u", True, 0.1 + 0.2, -0.0, 5), UNLABELLED),
+        (("u", 2.5, 1.0, 3.0, 1), UNLABELLED),
+        (("n", np.int64(1), 0.5, 0.5, 1), False),  # not a plain scalar: the general encoder's output
+    ],
+)
+def test_prediction_records_are_the_bytes_the_general_encoder_writes(fields, outlier):
+    msg_id, y_pred, proba, margin, version = fields
+    record = {"id": msg_id, "y_pred": y_pred, "proba": proba, "margin": margin, "model_version": version}
+    if outlier is not UNLABELLED:
+        record["outlier"] = outlier
+    if isinstance(y_pred, np.integer):
+        with pytest.raises(TypeError):
+            encode_json(record)
+        with pytest.raises(TypeError):
+            encode_prediction(*fields, outlier=outlier)
+        return
+    assert encode_prediction(*fields, outlier=outlier) == encode_json(record)
+    with pytest.raises(ValueError):
+        encode_prediction(msg_id, y_pred, float("nan"), margin, version, outlier=outlier)
+
+
+@pytest.mark.parametrize(
+    "fields, outlier",
+    [
+        (("a", 1, 0.75, -0.5, 3), False),
+        ((7, 0, None, None, 0), None),
+        (("\ud800é\n\"", "spam", 1e-300, 1.7976931348623157e308, 2**40), True),
+        (("u", True, 0.1 + 0.2, -0.0, 5), UNLABELLED),
+        (("u", 2.5, 1.0, 3.0, 1), UNLABELLED),
+        (("n", np.int64(1), 0.5, 0.5, 1), False),  # not a plain scalar: the general encoder's output
+    ],
+)
+def test_prediction_records_are_the_bytes_the_general_encoder_writes(fields, outlier):
+    msg_id, y_pred, proba, margin, version = fields
+    record = {"id": msg_id, "y_pred": y_pred, "proba": proba, "margin": margin, "model_version": version}
+    if outlier is not UNLABELLED:
+        record["outlier"] = outlier
+    if isinstance(y_pred, np.integer):
+        with pytest.raises(TypeError):
+            encode_json(record)
+        with pytest.raises(TypeError):
+            encode_prediction(*fields, outlier=outlier)
+        return
+    assert encode_prediction(*fields, outlier=outlier) == encode_json(record)
+    with pytest.raises(ValueError):
+        encode_prediction(msg_id, y_pred, float("nan"), margin, version, outlier=outlier)
+
+
+def test_labels_match_by_kind_and_value():
+    assert LABELS.find(1.0) == 1 and type(LABELS.find(1.0)) is int
+    with pytest.raises(InvalidMessage, match="label true is not one of 0, 1"):
+        LABELS.find(True)
+    flags = LabelSpace([False, True])
+    assert flags.find(True) is True
+    with pytest.raises(InvalidMessage, match="label 1 is not one of false, true"):
+        flags.find(1)
+    with pytest.raises(InvalidMessage, match='label "0.5" is not one of 0.5, 1'):
+        LabelSpace([0.5, 1]).find("0.5")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import base64
 import json
 import math
-from dataclasses import dataclass
-from typing import Any
+from json.encoder import encode_basestring_ascii
+from typing import Any, NamedTuple
 
 DEAD_LETTER_RAW_LIMIT = 65536  # bytes of the original message copied into a dead letter
 
@@ -28,8 +28,7 @@ class InvalidMessage(ValueError):
     """The message cannot be decoded or validated; ``str(exc)`` is the reason."""
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     id: str | int
     x: dict[str, float]
     y: Any
@@ -63,9 +62,15 @@ class LabelSpace:
             raise ValueError(f"--labels: need at least two label values, got {values!r}")
         self.values = list(values)
         self.binary = len(values) == 2
+        # (is a bool, is a string, value) -> allowed label: one dict look-up per message in find()
+        self._by_kind = {(isinstance(v, bool), isinstance(v, str), v): v for v in reversed(self.values)}
 
     def find(self, y: Any) -> Any:
         """The allowed label equal to ``y`` (booleans only match booleans); raises InvalidMessage."""
+        try:
+            return self._by_kind[(isinstance(y, bool), isinstance(y, str), y)]
+        except (KeyError, TypeError):  # not allowed, or unhashable: the loop below names the problem
+            pass
         for v in self.values:
             if isinstance(v, bool) != isinstance(y, bool):
                 continue
@@ -95,6 +100,11 @@ def _reject_constant(name: str) -> float:
     raise InvalidMessage(f"{name} is not a finite number")
 
 
+# built once: json.loads(text, parse_constant=...) would build a decoder and its scanner per message
+_JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_ONLY_FLOATS = frozenset([float])
+
+
 def decode_message(
     raw: bytes | None, *, labels: LabelSpace, max_bytes: int = 1_000_000, max_features: int = 10_000
 ) -> Message:
@@ -108,7 +118,9 @@ def decode_message(
     except UnicodeDecodeError as exc:
         raise InvalidMessage(f"not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        if text.startswith("\ufeff"):  # what json.loads says about a byte-order mark
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        doc = _JSON_DECODER.decode(text)
     except InvalidMessage as exc:
         raise InvalidMessage(f"not valid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -132,7 +144,7 @@ def decode_message(
     if len(x_doc) > max_features:
         raise InvalidMessage(f"field 'x': {len(x_doc)} features, more than --max-features {max_features}")
     values = x_doc.values()
-    if all(type(v) is float for v in values) and math.isfinite(sum(values)):
+    if _ONLY_FLOATS.issuperset(map(type, values)) and math.isfinite(sum(values)):
         return _finish(doc, msg_id, x_doc, labels)  # the common case, checked in two C-speed passes
     x: dict[str, float] = {}
     for key, value in x_doc.items():
@@ -160,9 +172,54 @@ def _finish(doc: dict, msg_id: str | int, x: dict[str, float], labels: LabelSpac
     return Message(msg_id, x, y, ts)
 
 
+_JSON_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def encode_json(record: dict) -> bytes:
     """Compact JSON (no NaN; non-ASCII escaped, so lone surrogates from the input cannot break it)."""
-    return json.dumps(record, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return _JSON_ENCODER.encode(record).encode("ascii")
+
+
+def _finite_float_json(v: float) -> str:
+    if v - v != 0.0:  # inf - inf and nan - nan are nan
+        raise ValueError(f"Out of range float values are not JSON compliant: {v!r}")
+    return float.__repr__(v)
+
+
+# exact type -> JSON text of a scalar, as json.dumps writes it (ensure_ascii, float repr, no NaN)
+_SCALAR_JSON = {
+    str: encode_basestring_ascii,
+    int: int.__repr__,
+    float: _finite_float_json,
+    bool: {True: "true", False: "false"}.__getitem__,
+    type(None): lambda _: "null",
+}
+UNLABELLED = object()  # encode_prediction(outlier=UNLABELLED): the record has no "outlier" field
+
+
+def encode_prediction(
+    msg_id: str | int, y_pred: Any, proba: float | None, margin: float | None, model_version: int,
+    outlier: bool | None | object = UNLABELLED,
+) -> bytes:  # fmt: skip
+    """The prediction record (DESIGN.md §5): the same bytes as :func:`encode_json` of
+    ``{"id", "y_pred", "proba", "margin", "model_version"[, "outlier"]}``, written field by field.
+
+    >>> encode_prediction("a", 1, 0.75, -0.5, 3, outlier=False)
+    b'{"id":"a","y_pred":1,"proba":0.75,"margin":-0.5,"model_version":3,"outlier":false}'
+    """
+    j = _SCALAR_JSON
+    try:
+        text = (f'{{"id":{j[type(msg_id)](msg_id)},"y_pred":{j[type(y_pred)](y_pred)},'
+                f'"proba":{j[type(proba)](proba)},"margin":{j[type(margin)](margin)},'
+                f'"model_version":{j[type(model_version)](model_version)}')  # fmt: skip
+        if outlier is not UNLABELLED:
+            text += f',"outlier":{j[type(outlier)](outlier)}'
+    except KeyError:  # not a plain JSON scalar (a NumPy number, a tuple, ...): the general encoder decides
+        record = {"id": msg_id, "y_pred": y_pred, "proba": proba, "margin": margin, "model_version": model_version}
+        if outlier is not UNLABELLED:
+            record["outlier"] = outlier
+        return encode_json(record)
+    return (text + "}").encode("ascii")
 
 
 def dead_letter(raw: bytes | None, *, error: str, topic: str, partition: int, offset: int) -> dict:
