@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry, Histogram, disable_created_metrics, generate_latest
 from river import linear_model, multiclass, naive_bayes, preprocessing
 
 from robustream import RGDSVMClassifier, persist
@@ -20,7 +21,7 @@ from robustream.daemon.codec import (
     encode_prediction,
 )
 from robustream.daemon.config import SERVE_OPTIONS, resolve
-from robustream.daemon.metrics import METRIC_NAMES, DaemonMetrics
+from robustream.daemon.metrics import METRIC_NAMES, PROCESS_BUCKETS, BatchedHistogram, BatchTally, DaemonMetrics
 from robustream.daemon.state import StateError, decode_state, encode_state
 
 LABELS = LabelSpace([0, 1])
@@ -249,78 +250,6 @@ def test_more_than_two_labels_wrap_the_learner_one_vs_rest_with_its_noise_model(
     assert isinstance(binary.model, RGDSVMClassifier) and binary.model.noise_model == "binary"
 
 
-def test_producer_settings_pass_through_but_acks_stays_all(tmp_path):
-    from robustream.daemon.service import Daemon
-
-    def daemon(*options):
-        argv = ["serve", "--checkpoint-dir", str(tmp_path)] + [a for o in options for a in ("--kafka-option", o)]
-        return Daemon(resolve(build_parser().parse_args(argv), environ={}))
-
-    assert daemon("linger_ms=0", "batch_size=1024").producer_settings["linger_ms"] == 0
-    with pytest.raises(ValueError, match="acks=1: the daemon produces with acks=all"):
-        daemon("acks=1")
-
-
-def test_model_files_are_the_canonical_json_of_their_document(tmp_path):
-    payload = {"b": [1.5, 2.0**60, "é\ud800", None, True], "a": {"z": 1, "y": [0.1]}}
-    persist.dump(payload, tmp_path / "m.json", format_name="robustream-checkpoint")
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    doc = {"format": "robustream-checkpoint", "version": persist.VERSION, "payload": payload,
-           "sha256": hashlib.sha256(body.encode()).hexdigest()}  # fmt: skip
-    assert (tmp_path / "m.json").read_bytes() == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-    assert persist.load(tmp_path / "m.json", format_name="robustream-checkpoint") == json.loads(json.dumps(payload))
-
-
-def test_model_files_are_the_canonical_json_of_their_document(tmp_path):
-    payload = {"b": [1.5, 2.0**60, "é\ud800", None, True], "a": {"z": 1, "y": [0.1]}}
-    persist.dump(payload, tmp_path / "m.json", format_name="robustream-checkpoint")
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    doc = {"format": "robustream-checkpoint", "version": persist.VERSION, "payload": payload,
-           "sha256": hashlib.sha256(body.encode()).hexdigest()}  # fmt: skip
-    assert (tmp_path / "m.json").read_bytes() == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-    assert persist.load(tmp_path / "m.json", format_name="robustream-checkpoint") == json.loads(json.dumps(payload))
-
-
-def test_rows_of_floats_are_written_as_the_general_walk_writes_them(monkeypatch):
-    from robustream.daemon import state
-
-    model = RGDSVMClassifier(rebuild_every=10**6, window_size=50)
-    for x, y in _stream(60):
-        model.learn_one(x, y)
-    shared = [1.0, 2.5]
-    doc = {"rows": [({"a": 1.0, "b": -0.0}, 1.0), shared, shared, (0.5,)], "odd": [float("inf"), 1.0, {1: 2.0}]}
-    fast = json.dumps([encode_state(model), encode_state(doc)])
-    monkeypatch.setattr(state, "_finite_floats", lambda items: None)  # every number through ref()
-    assert fast == json.dumps([encode_state(model), encode_state(doc)])
-
-
-@pytest.mark.parametrize(
-    "fields, outlier",
-    [
-        (("a", 1, 0.75, -0.5, 3), False),
-        ((7, 0, None, None, 0), None),
-        (("\ud800é\n\"", "spam", 1e-300, 1.7976931348623157e308, 2**40), True),
-        (("u", True, 0.1 + 0.2, -0.0, 5), UNLABELLED),
-        (("u", 2.5, 1.0, 3.0, 1), UNLABELLED),
-        (("n", np.int64(1), 0.5, 0.5, 1), False),  # not a plain scalar: the general encoder's output
-    ],
-)
-def test_prediction_records_are_the_bytes_the_general_encoder_writes(fields, outlier):
-    msg_id, y_pred, proba, margin, version = fields
-    record = {"id": msg_id, "y_pred": y_pred, "proba": proba, "margin": margin, "model_version": version}
-    if outlier is not UNLABELLED:
-        record["outlier"] = outlier
-    if isinstance(y_pred, np.integer):
-        with pytest.raises(TypeError):
-            encode_json(record)
-        with pytest.raises(TypeError):
-            encode_prediction(*fields, outlier=outlier)
-        return
-    assert encode_prediction(*fields, outlier=outlier) == encode_json(record)
-    with pytest.raises(ValueError):
-        encode_prediction(msg_id, y_pred, float("nan"), margin, version, outlier=outlier)
-
-
 @pytest.mark.parametrize(
     "fields, outlier",
     [
@@ -358,3 +287,65 @@ def test_labels_match_by_kind_and_value():
         flags.find(1)
     with pytest.raises(InvalidMessage, match='label "0.5" is not one of 0.5, 1'):
         LabelSpace([0.5, 1]).find("0.5")
+
+
+def test_batched_histogram_exposes_what_a_prometheus_histogram_would():
+    disable_created_metrics()
+    values = [0.0, 1e-7, 1e-6, 1.0000001e-6, 3.3e-5, 0.1, 2.5, 7.0, 0.1 + 0.2, 1e-3]
+    one_by_one, batched = CollectorRegistry(), CollectorRegistry()
+    histogram = Histogram("t_seconds", "doc", buckets=PROCESS_BUCKETS, registry=one_by_one)
+    for v in values:
+        histogram.observe(v)
+    BatchedHistogram("t_seconds", "doc", PROCESS_BUCKETS, batched).observe_many(values)
+    assert generate_latest(batched) == generate_latest(one_by_one)
+
+
+def test_metrics_of_a_batch_are_published_together():
+    m = DaemonMetrics()
+    tally = BatchTally()
+    tally.outcomes["ok"] += 3
+    tally.outcomes["invalid"] += 1
+    tally.samples_learned, tally.outliers, tally.accuracy = 3, 1, 2 / 3
+    tally.process_seconds += [1e-5, 2e-5, 3e-5, 4e-5]
+    assert m.publish(tally) == BatchTally()
+    assert m.value("robustream_messages_total", outcome="ok") == 3
+    assert m.value("robustream_messages_total", outcome="invalid") == 1
+    assert m.value("robustream_samples_learned_total") == 3 and m.value("robustream_outliers_total") == 1
+    assert m.value("robustream_prequential_accuracy") == pytest.approx(2 / 3)
+    assert m.value("robustream_process_duration_seconds_count") == 4
+    assert m.value("robustream_rebuild_duration_seconds_count") == 0
+
+
+def test_producer_settings_pass_through_but_acks_stays_all(tmp_path):
+    from robustream.daemon.service import Daemon
+
+    def daemon(*options):
+        argv = ["serve", "--checkpoint-dir", str(tmp_path)] + [a for o in options for a in ("--kafka-option", o)]
+        return Daemon(resolve(build_parser().parse_args(argv), environ={}))
+
+    assert daemon("linger_ms=0", "batch_size=1024").producer_settings["linger_ms"] == 0
+    with pytest.raises(ValueError, match="acks=1: the daemon produces with acks=all"):
+        daemon("acks=1")
+
+
+def test_model_files_are_the_canonical_json_of_their_document(tmp_path):
+    payload = {"b": [1.5, 2.0**60, "é\ud800", None, True], "a": {"z": 1, "y": [0.1]}}
+    persist.dump(payload, tmp_path / "m.json", format_name="robustream-checkpoint")
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    doc = {"format": "robustream-checkpoint", "version": persist.VERSION, "payload": payload,
+           "sha256": hashlib.sha256(body.encode()).hexdigest()}  # fmt: skip
+    assert (tmp_path / "m.json").read_bytes() == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    assert persist.load(tmp_path / "m.json", format_name="robustream-checkpoint") == json.loads(json.dumps(payload))
+
+
+def test_rows_of_floats_are_written_as_the_general_walk_writes_them(monkeypatch):
+    from robustream.daemon import state
+
+    model = RGDSVMClassifier(rebuild_every=10**6, window_size=50)
+    for x, y in _stream(60):
+        model.learn_one(x, y)
+    shared = [1.0, 2.5]
+    doc = {"rows": [({"a": 1.0, "b": -0.0}, 1.0), shared, shared, (0.5,)], "odd": [float("inf"), 1.0, {1: 2.0}]}
+    fast = json.dumps([encode_state(model), encode_state(doc)])
+    monkeypatch.setattr(state, "_finite_floats", lambda items: None)  # every number through ref()
+    assert fast == json.dumps([encode_state(model), encode_state(doc)])

@@ -7,6 +7,7 @@ import signal
 import time
 from collections import Counter
 
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -256,3 +257,42 @@ def test_unreachable_brokers_at_start_up_keep_metrics_up_and_sigterm_still_exits
     finally:
         proc.kill()
     assert "cannot reach the brokers" in (tmp_path / "daemon.log").read_text()
+
+
+def test_three_labels_one_vs_rest_every_id_once_and_metrics_agree(broker, tmp_path):
+    # one-vs-rest members appear while learning (one per new class): rebuilds are found in all of them;
+    # a producer setting given with --kafka-option replaces the daemon's default
+    rng = np.random.default_rng(3)
+    names = ["cat", "dog", "bird"]
+    labelled = []
+    for i in range(900):
+        c = int(rng.integers(3))
+        x = rng.normal(size=3) + 3.0 * np.eye(3)[c]
+        labelled.append((str(i), json.dumps({"id": str(i), "x": {f"f{j}": float(v) for j, v in enumerate(x)},
+                                             "y": names[c]}).encode()))  # fmt: skip
+    unlabelled = [(f"u{i}", json.dumps({"id": f"u{i}", "x": {"f0": 3.0, "f1": 0.1}}).encode()) for i in range(30)]
+    produce(broker.bootstrap_servers, IN, labelled + unlabelled)
+    total = len(labelled) + len(unlabelled)
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--labels", "cat,dog,bird",
+                      "--kafka-option", "linger_ms=1")  # fmt: skip
+    with DaemonThread(argv) as d:
+        d.wait_processed(total)
+        text = scrape(d.daemon.metrics_port)
+        assert d.stop() == 0
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=total)
+    assert _ids(preds) == Counter(k for k, _ in labelled + unlabelled)
+    out = {o["id"]: o for o in (json.loads(r.value) for r in preds)}
+    assert all(o["margin"] is None for o in out.values())
+    assert all(o["y_pred"] in names or o["y_pred"] is None for o in out.values())  # None: before any learning
+    assert all(("outlier" in o) == (not o["id"].startswith("u")) for o in out.values())
+    assert sum(out[k]["y_pred"] == json.loads(v)["y"] for k, v in labelled[450:]) > 0.8 * 450
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}  # fmt: skip
+    outcome = {dict(lbl)["outcome"]: v for (n, lbl), v in samples.items() if n == "robustream_messages_total"}
+    assert outcome == {"ok": len(labelled), "predict_only": len(unlabelled), "invalid": 0, "dead_letter": 0}
+    members = d.daemon.model.classifiers.values()
+    assert len(members) == 3
+    rebuilds = samples[("robustream_rebuild_duration_seconds_count", ())]
+    assert samples[("robustream_process_duration_seconds_count", ())] + rebuilds == total and rebuilds >= 1
+    assert samples[("robustream_model_version", ())] == sum(m.n_rebuilds_ for m in members) > 0
+    assert samples[("robustream_outliers_total", ())] == sum(bool(o.get("outlier")) for o in out.values())

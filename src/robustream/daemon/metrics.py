@@ -4,6 +4,12 @@ Every metric lives in the :class:`DaemonMetrics` instance's own registry, so sev
 (or tests) in one process never collide, and ``METRIC_NAMES`` is what the dashboard and the
 alert rules are checked against.
 
+The daemon's message path does not touch prometheus_client per message (about 1 µs per ``inc`` or
+``observe``): it counts one poll batch in a :class:`BatchTally` (plain integers and a list of
+per-message durations) and :meth:`DaemonMetrics.publish` adds the batch to the metrics before the
+next poll. The values are the same as with per-message updates; a scrape sees them up to the
+previous batch (at most ``--max-poll-records`` messages behind).
+
 >>> m = DaemonMetrics()
 >>> m.messages.labels(outcome="ok").inc()
 >>> b"robustream_messages_total{outcome=\\"ok\\"} 1.0" in m.exposition()
@@ -12,7 +18,15 @@ True
 
 from __future__ import annotations
 
+import bisect
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 OUTCOMES = ("ok", "invalid", "dead_letter", "predict_only")
 
@@ -42,6 +56,74 @@ METRIC_NAMES = (
     "robustream_process_duration_seconds",
     "robustream_checkpoint_duration_seconds",
 )
+
+
+class BatchedHistogram(Collector):
+    """A Prometheus histogram that takes a whole batch of observations in one call.
+
+    Exposed exactly like ``prometheus_client.Histogram`` (``_bucket{le}``, ``_count``, ``_sum``);
+    :meth:`observe_many` finds each value's bucket by bisection (~0.1 µs a value instead of ~1 µs
+    for ``Histogram.observe``), under one lock per batch.
+
+    >>> registry = CollectorRegistry()
+    >>> h = BatchedHistogram("t_seconds", "test", (0.1, 1.0), registry)
+    >>> h.observe_many([0.05, 0.1, 0.5, 7.0])
+    >>> [registry.get_sample_value("t_seconds_bucket", {"le": le}) for le in ("0.1", "1.0", "+Inf")]
+    [2.0, 3.0, 4.0]
+    """
+
+    def __init__(self, name: str, documentation: str, buckets: Iterable[float], registry: CollectorRegistry):
+        self.name, self.documentation = name, documentation
+        self._bounds = sorted(float(b) for b in buckets)
+        if not self._bounds or self._bounds[-1] != float("inf"):
+            self._bounds.append(float("inf"))
+        self._le = [floatToGoString(b) for b in self._bounds]
+        self._counts = [0] * len(self._bounds)
+        self._sum = 0.0
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def observe(self, amount: float) -> None:
+        self.observe_many((amount,))
+
+    def observe_many(self, amounts: Iterable[float]) -> None:
+        """Add every value of ``amounts`` (each counts in the first bucket whose bound is >= it)."""
+        bounds, counts, find = self._bounds, self._counts, bisect.bisect_left
+        with self._lock:
+            total = self._sum
+            for a in amounts:
+                counts[find(bounds, a)] += 1
+                total += a  # one at a time, as Histogram.observe adds them
+            self._sum = total
+
+    def describe(self) -> Iterator[HistogramMetricFamily]:
+        yield HistogramMetricFamily(self.name, self.documentation)
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        with self._lock:
+            counts, total = list(self._counts), self._sum
+        cumulative, acc = [], 0.0
+        for le, n in zip(self._le, counts):
+            acc += n
+            cumulative.append((le, acc))
+        yield HistogramMetricFamily(self.name, self.documentation, buckets=cumulative, sum_value=total)
+
+
+@dataclass(slots=True)
+class BatchTally:
+    """What one poll batch adds to the metrics; :meth:`DaemonMetrics.publish` adds it and starts a new one.
+
+    ``process_seconds``: per-message durations of the messages that did not rebuild the model;
+    ``rebuild_seconds``: of those that did; ``accuracy``: the prequential accuracy after the batch.
+    """
+
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    samples_learned: int = 0
+    outliers: int = 0
+    rebuild_failures: int = 0
+    accuracy: float | None = None
+    process_seconds: list[float] = field(default_factory=list)
+    rebuild_seconds: list[float] = field(default_factory=list)
 
 
 class DaemonMetrics:
@@ -94,14 +176,34 @@ class DaemonMetrics:
             "robustream_rebuild_duration_seconds", "Time of one rebuild (inside learn_one)", buckets=REBUILD_BUCKETS,
             registry=r,
         )  # fmt: skip
-        self.process_duration = Histogram(
-            "robustream_process_duration_seconds", "Time to decode, predict and learn one message",
-            buckets=PROCESS_BUCKETS, registry=r,
+        self.process_duration = BatchedHistogram(
+            "robustream_process_duration_seconds", "Time to decode, predict, learn and queue the output of one "
+            "message (messages that triggered a rebuild count in robustream_rebuild_duration_seconds)",
+            PROCESS_BUCKETS, r,
         )  # fmt: skip
         self.checkpoint_duration = Histogram(
             "robustream_checkpoint_duration_seconds", "Time to write one checkpoint", buckets=CHECKPOINT_BUCKETS,
             registry=r,
         )  # fmt: skip
+
+    def publish(self, tally: BatchTally) -> BatchTally:
+        """Add one batch's counts and durations to the metrics; returns a new, empty tally."""
+        for outcome, n in tally.outcomes.items():
+            if n:
+                self.messages.labels(outcome=outcome).inc(n)
+        if tally.samples_learned:
+            self.samples_learned.inc(tally.samples_learned)
+        if tally.outliers:
+            self.outliers.inc(tally.outliers)
+        if tally.rebuild_failures:
+            self.rebuild_failures.inc(tally.rebuild_failures)
+        if tally.accuracy is not None:
+            self.prequential_accuracy.set(tally.accuracy)
+        if tally.process_seconds:
+            self.process_duration.observe_many(tally.process_seconds)
+        for seconds in tally.rebuild_seconds:
+            self.rebuild_duration.observe(seconds)
+        return BatchTally()
 
     def value(self, name: str, **labels: str) -> float:
         """Current value of one sample (e.g. ``"robustream_outlier_rate"``), 0 if it has none yet."""

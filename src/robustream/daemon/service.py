@@ -1,11 +1,11 @@
 """``robustream serve``: the Kafka consumer daemon.
 
 Loop: poll a batch -> decode and validate -> predict (and learn when labelled) -> produce
-predictions and dead letters -> (every ``--checkpoint-every`` messages or ``--checkpoint-interval``
-seconds) flush -> checkpoint model + next offsets -> commit. Offsets are stored in the checkpoint and
-sought on assignment (the larger of the checkpoint's and the group's committed offset), so a
-restart resumes exactly where the last checkpoint left off: at-least-once, with duplicates limited
-to what was processed after the last checkpoint.
+predictions and dead letters -> add the batch to the metrics -> (every ``--checkpoint-every``
+messages or ``--checkpoint-interval`` seconds) flush -> checkpoint model + next offsets -> commit.
+Offsets are stored in the checkpoint and sought on assignment (the larger of the checkpoint's and
+the group's committed offset), so a restart resumes exactly where the last checkpoint left off:
+at-least-once, with duplicates limited to what was processed after the last checkpoint.
 
 Nothing here depends on a particular broker: it is plain kafka-python against any Kafka cluster.
 """
@@ -13,6 +13,7 @@ Nothing here depends on a particular broker: it is plain kafka-python against an
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import logging
 import math
@@ -31,13 +32,18 @@ from prometheus_client import start_http_server
 from ..learners.registry import make_learner
 from .checkpoint import CheckpointStore
 from .state import StateError
-from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json
+from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json, encode_prediction
 from .config import ServeConfig, resolve
-from .metrics import OUTCOMES, DaemonMetrics
+from .metrics import BatchTally, DaemonMetrics
 
 log = logging.getLogger("robustream.daemon")
 
 OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelled message is flagged
+# Output producer settings that --kafka-option may override. Fewer, larger produce requests: kafka-python
+# pays for each request and each sender wake-up while the message loop waits for the GIL; an output
+# waits at most linger_ms (every checkpoint flushes). acks is not among them: outputs count as
+# produced (and their inputs may be committed) only once every in-sync replica has them.
+PRODUCER_DEFAULTS = {"linger_ms": 20, "batch_size": 65536}
 
 
 class _JsonFormatter(logging.Formatter):
@@ -69,6 +75,8 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
 def _split_client_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     consumer, producer = {}, {}
     for key, value in settings.items():
+        if key == "acks" and value not in ("all", -1):
+            raise ValueError(f"--kafka-option acks={value}: the daemon produces with acks=all (at-least-once)")
         known = False
         if key in KafkaConsumer.DEFAULT_CONFIG:
             consumer[key], known = value, True
@@ -89,6 +97,15 @@ def _binary_parts(model: Any) -> list[Any]:
         return [m for m in members.values() if hasattr(m, "margin_width_")]
     inner = getattr(model, "classifier", None)
     return _binary_parts(inner) if inner is not None else []
+
+
+def _members_may_change(model: Any) -> bool:
+    """Whether learning can add binary learners to ``model`` (a one-vs-rest model adds one per new class)."""
+    while model is not None and not hasattr(model, "margin_width_"):
+        if isinstance(getattr(model, "classifiers", None), dict):
+            return True
+        model = getattr(model, "classifier", None)
+    return False
 
 
 class Daemon:
@@ -126,7 +143,11 @@ class Daemon:
         self._backoff = 0.5
         self._recent = collections.deque(maxlen=cfg.accuracy_window)
         self._recent_correct = 0
-        self._outcome = {o: self.metrics.messages.labels(outcome=o) for o in OUTCOMES}
+        self._tally = BatchTally()  # the current poll batch's metric updates (DaemonMetrics.publish)
+        self._decode = functools.partial(decode_message, labels=self.labels, max_bytes=cfg.max_message_bytes,
+                                         max_features=cfg.max_features)  # fmt: skip
+        self._parts = _binary_parts(self.model)  # looked up per message only when they may change
+        self._parts_may_change = _members_may_change(self.model)
         self.n_processed = 0
         self.n_learned = getattr(self, "_restored_learned", 0)
         self._publish_model_gauges()
@@ -162,10 +183,10 @@ class Daemon:
         parts = _binary_parts(self.model) if parts is None else parts
         return int(sum(p.n_rebuilds_ for p in parts)) if parts else self.n_learned
 
-    def _rebuild_count(self, parts: list | None = None) -> int:
-        """Rebuild attempts (successful or not): a change means the last message triggered one."""
+    def _rebuild_counts(self, parts: list | None = None) -> tuple[int, int]:
+        """(successful, failed) rebuilds: a change means the last message triggered one."""
         parts = _binary_parts(self.model) if parts is None else parts
-        return sum(p.n_rebuilds_ + p.n_failed_rebuilds_ for p in parts)
+        return sum(p.n_rebuilds_ for p in parts), sum(p.n_failed_rebuilds_ for p in parts)
 
     def _publish_model_gauges(self) -> None:
         parts = _binary_parts(self.model)
@@ -176,90 +197,119 @@ class Daemon:
             m.coreset_rows.set(sum(len(p._buffer.coreset) for p in parts))
         m.model_version.set(self._model_version(parts))
 
-    # -- one message -------------------------------------------------------------------------------
-    def process(self, topic: str, partition: int, offset: int, key: bytes | None, raw: bytes | None) -> None:
-        """Decode, predict, learn, and queue the output record of one input message."""
-        m = self.metrics
-        start = time.perf_counter()
+    # -- one poll batch, one message ------------------------------------------------------------------
+    def process_batch(self, batch: dict[TopicPartition, list]) -> int:
+        """Process every record of one poll in order, then add the batch to the metrics; returns its size.
+
+        Each message's duration (decode .. output queued, one clock reading per message) goes to
+        robustream_process_duration_seconds, or to robustream_rebuild_duration_seconds when learning
+        it rebuilt the model.
+        """
+        clock = time.perf_counter
+        process = self.process
+        tally = self._tally
+        durations, rebuild_durations = tally.process_seconds, tally.rebuild_seconds
+        n = 0
+        start = clock()
+        for tp, records in batch.items():
+            if not records:
+                continue
+            topic, partition = tp.topic, tp.partition
+            for r in records:
+                rebuilt = process(topic, partition, r.offset, r.key, r.value)
+                end = clock()
+                (rebuild_durations if rebuilt else durations).append(end - start)
+                start = end
+            self.next_offsets[(topic, partition)] = records[-1].offset + 1
+            n += len(records)
+        if tally.samples_learned:
+            tally.accuracy = self._recent_correct / len(self._recent)
+        self._tally = self.metrics.publish(tally)
+        self._since_checkpoint += n
+        self.n_processed += n
+        return n
+
+    def process(self, topic: str, partition: int, offset: int, key: bytes | None, raw: bytes | None) -> bool:
+        """Decode, predict, learn, and queue the output record of one input message; counts it in the
+        batch tally. True when learning it rebuilt the model (successfully or not)."""
+        tally = self._tally
         try:
-            msg = decode_message(
-                raw, labels=self.labels, max_bytes=self.cfg.max_message_bytes, max_features=self.cfg.max_features
-            )
+            msg = self._decode(raw)
         except InvalidMessage as exc:
             record = dead_letter(raw, error=str(exc), topic=topic, partition=partition, offset=offset)
             self._send(self.cfg.dead_letter_topic, key, encode_json(record))
-            self._outcome["invalid"].inc()
-            m.process_duration.observe(time.perf_counter() - start)
-            return
-        parts = _binary_parts(self.model)
-        rebuilds_before, successes_before = self._rebuild_count(parts), sum(p.n_rebuilds_ for p in parts)
+            tally.outcomes["invalid"] += 1
+            return False
+        parts = _binary_parts(self.model) if self._parts_may_change else self._parts
+        before = self._rebuild_counts(parts) if parts else (0, 0)
         try:
-            out = encode_json(self._predict_and_learn(msg, parts))
+            out, outcome = self._predict_and_learn(msg, parts)
         except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
             log.exception("processing message %s at %s/%d/%d failed", msg.id, topic, partition, offset)
             record = dead_letter(raw, error=f"processing failed: {type(exc).__name__}: {exc}", topic=topic,
                                  partition=partition, offset=offset)  # fmt: skip
             self._send(self.cfg.dead_letter_topic, key, encode_json(record))
-            self._outcome["dead_letter"].inc()
-            m.process_duration.observe(time.perf_counter() - start)
-            return
+            tally.outcomes["dead_letter"] += 1
+            return False
         self._send(self.cfg.predictions_topic, key, out)
-        elapsed = time.perf_counter() - start
-        parts = _binary_parts(self.model)  # a one-vs-rest model may have grown a member
-        if self._rebuild_count(parts) != rebuilds_before:
-            m.rebuild_duration.observe(elapsed)
-            self._publish_model_gauges()
-            if sum(p.n_rebuilds_ for p in parts) != successes_before:
-                m.last_rebuild.set(time.time())
-        else:
-            m.process_duration.observe(elapsed)
+        tally.outcomes[outcome] += 1
+        if self._parts_may_change:
+            parts = _binary_parts(self.model)  # a one-vs-rest model may have grown a member
+        if not parts:
+            return False
+        after = self._rebuild_counts(parts)
+        if after == before:
+            return False
+        tally.rebuild_failures += after[1] - before[1]
+        self._publish_model_gauges()
+        if after[0] != before[0]:
+            self.metrics.last_rebuild.set(time.time())
+        return True
 
-    def _predict_and_learn(self, msg, parts: list) -> dict:
-        m = self.metrics
+    def _predict_and_learn(self, msg, parts: list) -> tuple[bytes, str]:
+        """The encoded prediction record and the outcome (ok: labelled and learned; predict_only).
+
+        The output is encoded before learning, so a message that fails either way is neither
+        learned nor counted (it goes to the dead-letter topic).
+        """
         model = self.model
-        binary = self.labels.binary
-        proba = model.predict_proba_one(msg.x)
-        pred = max(proba, key=proba.get) if proba else model.predict_one(msg.x)
-        margin = -float(parts[0].outlier_score_one(msg.x, True)) if parts and binary else None
+        labels = self.labels
+        x = msg.x
+        proba = model.predict_proba_one(x)
+        pred = max(proba, key=proba.get) if proba else model.predict_one(x)
+        margin = -float(parts[0].outlier_score_one(x, True)) if parts and labels.binary else None
         if margin is not None and not math.isfinite(margin):
             margin = None  # huge feature values overflow w.x; JSON has no infinity
         p_pred = float(proba[pred]) if proba and pred in proba else None
-        out: dict[str, Any] = {
-            "id": msg.id,
-            "y_pred": self.labels.to_external(pred),
-            "proba": p_pred if p_pred is not None and math.isfinite(p_pred) else None,
-            "margin": margin,
-            "model_version": self._model_version(parts),
-        }
+        if p_pred is not None and not math.isfinite(p_pred):
+            p_pred = None
+        y_pred = labels.to_external(pred)
+        version = self._model_version(parts)
         if msg.y is None:
-            self._outcome["predict_only"].inc()
-            return out
-        target = self.labels.to_internal(msg.y)
+            return encode_prediction(msg.id, y_pred, p_pred, margin, version), "predict_only"
+        target = labels.to_internal(msg.y)
         score = None
         if margin is not None:
             score = -margin if target else margin  # = outlier_score_one(x, target)
         elif parts:
             member = getattr(model, "classifiers", {}).get(target)
             if member is not None:
-                score = float(member.outlier_score_one(msg.x, True))
-        out["outlier"] = None if score is None else bool(score > OUTLIER_THRESHOLD)
-        if out["outlier"]:
-            m.outliers.inc()
-        correct = out["y_pred"] == msg.y
-        if len(self._recent) == self._recent.maxlen:
-            self._recent_correct -= self._recent[0]
-        self._recent.append(correct)
+                score = float(member.outlier_score_one(x, True))
+        outlier = None if score is None else bool(score > OUTLIER_THRESHOLD)
+        out = encode_prediction(msg.id, y_pred, p_pred, margin, version, outlier=outlier)
+        model.learn_one(x, target)
+        tally = self._tally
+        tally.samples_learned += 1
+        if outlier:
+            tally.outliers += 1
+        correct = y_pred == msg.y
+        recent = self._recent
+        if len(recent) == recent.maxlen:
+            self._recent_correct -= recent[0]
+        recent.append(correct)
         self._recent_correct += correct
-        m.prequential_accuracy.set(self._recent_correct / len(self._recent))
-        failed_before = sum(p.n_failed_rebuilds_ for p in parts)
-        model.learn_one(msg.x, target)
-        failed = sum(p.n_failed_rebuilds_ for p in parts) - failed_before
-        if failed > 0:
-            m.rebuild_failures.inc(failed)
-        m.samples_learned.inc()
         self.n_learned += 1
-        self._outcome["ok"].inc()
-        return out
+        return out, "ok"
 
     # -- output and offsets --------------------------------------------------------------------------
     def _send(self, topic: str, key: bytes | None, value: bytes) -> None:
@@ -301,8 +351,8 @@ class Daemon:
 
     def _new_producer(self) -> None:
         """Build a new producer, then swap it in and close the old one (the old one stays if building fails)."""
-        fresh = KafkaProducer(bootstrap_servers=self.cfg.bootstrap_servers.split(","), acks="all", linger_ms=5,
-                              **self.producer_settings)  # fmt: skip
+        settings = {**PRODUCER_DEFAULTS, **self.producer_settings, "acks": "all"}
+        fresh = KafkaProducer(bootstrap_servers=self.cfg.bootstrap_servers.split(","), **settings)
         old, self.producer = self.producer, fresh
         if old is not None:
             try:
@@ -524,12 +574,8 @@ class Daemon:
                     self._stop.wait(min(self._backoff, 1.0))
                     continue
                 batch = self._seek_to_checkpoint(batch)
-                for tp, records in batch.items():
-                    for r in records:
-                        self.process(tp.topic, tp.partition, r.offset, r.key, r.value)
-                        self.next_offsets[(tp.topic, tp.partition)] = r.offset + 1
-                        self._since_checkpoint += 1
-                        self.n_processed += 1
+                if batch:
+                    self.process_batch(batch)
                 self._update_lag()
                 due = self._since_checkpoint >= cfg.checkpoint_every or (
                     (self._since_checkpoint or self.next_offsets or self._pending)
