@@ -253,3 +253,16 @@ def test_warm_start_roots_the_tree_at_the_given_direction(sketch):
         assert good_width > 0.0 > cold.tree_width
     with pytest.raises(ValueError, match=r"warm_start must have shape \(12,\)"):
         solve(X, y, warm_start=np.ones(3))
+
+
+def test_polish_start_from_a_previous_solution_needs_fewer_steps_for_the_same_solution():
+    X, y = separable_instance(12, n=400, d=20)
+    y[:30] *= -1
+    kw = {"outlier_fraction": (0.1, 0.1), "polish": "soft", "refit_rounds": 0, "seed": 2, "tol": 1e-6}
+    cold = solve(X, y, **kw)
+    warm = solve(X, y, polish_start=cold.convex_coef, **kw)
+    assert np.array_equal(warm.outlier_mask, cold.outlier_mask)
+    assert warm.polish_iterations < cold.polish_iterations / 2, (warm.polish_iterations, cold.polish_iterations)
+    np.testing.assert_allclose(warm.coef, cold.coef, atol=1e-2 * np.linalg.norm(cold.coef))
+    with pytest.raises(ValueError, match="polish_start must be 400 non-negative weights"):
+        solve(X, y, polish_start=-np.ones(400))

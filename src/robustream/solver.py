@@ -274,6 +274,7 @@ def solve(
     refit_rounds: int = 5,
     tree_rows: int | None = 2000,
     warm_start: np.ndarray | None = None,
+    polish_start: np.ndarray | None = None,
     intercept: str = "min_error",
     tol: float = 1e-3,
     max_iter: int = 100_000,
@@ -286,6 +287,8 @@ def solve(
     None = all rows). ``warm_start``: a direction in the row space (full dimension) to root the
     tree at instead of the difference of the class means, typically the previous solution ``w``
     of a stream (a point of the Minkowski difference of rows that are still there).
+    ``polish_start``: non-negative weights per row (the convex coefficients of a previous solution,
+    0 elsewhere) the first polish starts from, renormalised on the inliers within the caps.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -358,6 +361,11 @@ def solve(
     inlier = _trim(sign * (Z @ direction), sign, n_discard)
 
     # 3-5: polish, map back, trim and refit
+    start = None
+    if polish_start is not None:
+        start = np.asarray(polish_start, dtype=np.float64)
+        if start.shape != sign.shape or not np.all(start >= 0.0):
+            raise ValueError(f"polish_start must be {sign.shape[0]} non-negative weights, one per row")
     scale = _max_row_norm2(X)
     state = {"nu": nu, "soft": polish == "soft"}
 
@@ -408,7 +416,7 @@ def solve(
         return coef, steps, ok
 
     def fit_inliers(inlier_mask, soft):
-        coef, steps, ok = polish_on(inlier_mask, soft, None)
+        coef, steps, ok = polish_on(inlier_mask, soft, start)
         rounds = 0
         for _ in range(refit_rounds):
             proj = _matvec(X, _combine(X, sign, coef))

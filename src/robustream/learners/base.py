@@ -62,6 +62,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._proba_slope = 1.0
         self._since_rebuild = 0
         self._pending: dict | None = None  # the rebuild running in the background
+        self._support: list[tuple[tuple, float]] = []  # (row, convex coefficient) of the last solution
         self._arrival_keys: tuple = ()
         self._canonical_keys: list = []
         self._buffer = RowBuffer(self.window_size, self.coreset_size)
@@ -162,7 +163,11 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         n_pos = int((signs > 0).sum())
         if n_pos < 2 or signs.size - n_pos < 2:
             return None
-        return {"rows": rows, "signs": signs, "context": self._fit_context(), "seed": self.seed + self.n_rebuilds_}
+        context = self._fit_context()
+        if self._support:  # the last solution's convex coefficients: where this solve's polish starts
+            weight = {id(item): w for item, w in self._support}
+            context["polish_start"] = np.array([weight.get(id(item), 0.0) for item in rows])
+        return {"rows": rows, "signs": signs, "context": context, "seed": self.seed + self.n_rebuilds_}
 
     def _compute(self, snapshot: dict):
         """The solve of a snapshot: ``(features, X, fit, context)``; ``fit`` is None when the rows cannot
@@ -199,6 +204,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         margins = signs * (np.asarray(X @ coef).ravel() + intercept) / self._margin_unit
         self._proba_slope = _fit_slope(margins[~outlier_mask])
         self._buffer.refresh_coreset(snapshot["rows"], row_weight, margins, ~outlier_mask, seed=snapshot["seed"])
+        self._support = [(item, float(w)) for item, w in zip(snapshot["rows"], row_weight) if w > 0.0]
         self._after_fit(context)
         self.n_rebuilds_ += 1
         return True
@@ -218,7 +224,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     def __setstate__(self, state: dict) -> None:
         # states written by versions without background rebuilds or the key-order cache lack these
-        self.__dict__.update({"_pending": None, "_arrival_keys": (), "_canonical_keys": []})
+        self.__dict__.update({"_pending": None, "_support": [], "_arrival_keys": (), "_canonical_keys": []})
         self.__dict__.update(state)
 
     # -- mini-batch API ------------------------------------------------------------------------
@@ -253,7 +259,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     def _state(self) -> dict:
         enc = _encode_row
-        window_pos = {id(item): i for i, item in enumerate(self._buffer.window)}
+        where = self._buffer_positions()
         return {
             "weights": enc(self.weights),
             "intercept": self.intercept_,
@@ -267,24 +273,25 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             "window": [[enc(x), s] for x, s in self._buffer.window],
             # a coreset row that is also in the window is stored as its window position
             "coreset": [
-                ["window", window_pos[id(item)]] if id(item) in window_pos else [enc(item[0]), item[1]]
+                where[id(item)] if where[id(item)][0] == "window" else [enc(item[0]), item[1]]
                 for item in self._buffer.coreset
             ],
-            "pending": None if self._pending is None else self._encode_pending(window_pos),
+            "pending": None if self._pending is None else self._encode_pending(where),
+            # support rows that left the buffer can never be in a snapshot again
+            "support": [[*where[id(item)], w] for item, w in self._support if id(item) in where],
         }
 
-    def _encode_pending(self, window_pos: dict) -> dict:
+    def _buffer_positions(self) -> dict[int, list]:
+        """``id(row) -> ["window", i] | ["coreset", j]`` for every buffered row (window first)."""
+        where = {id(item): ["coreset", j] for j, item in enumerate(self._buffer.coreset)}
+        where.update({id(item): ["window", i] for i, item in enumerate(self._buffer.window)})
+        return where
+
+    def _encode_pending(self, where: dict) -> dict:
         """The running rebuild as its snapshot (rows by buffer position where they are still buffered);
         a loaded model recomputes it."""
-        coreset_pos = {id(item): i for i, item in enumerate(self._buffer.coreset)}
-        rows = []
-        for item in self._pending["rows"]:
-            if id(item) in window_pos:
-                rows.append(["window", window_pos[id(item)]])
-            elif id(item) in coreset_pos:
-                rows.append(["coreset", coreset_pos[id(item)]])
-            else:  # left the window since the snapshot
-                rows.append([_encode_row(item[0]), item[1]])
+        # rows that left the buffer since the snapshot are written out
+        rows = [where.get(id(item)) or [_encode_row(item[0]), item[1]] for item in self._pending["rows"]]
         context = {k: _encode_value(v) for k, v in self._pending["context"].items()}
         return {"rows": rows, "due": self._pending["due"], "seed": self._pending["seed"], "context": context}
 
@@ -302,9 +309,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         window = [(dec(x), s) for x, s in st["window"]]
         self._buffer.window.extend(window)
         self._buffer.coreset = [window[b] if a == "window" else (dec(a), b) for a, b in st["coreset"]]
+        by = {"window": window, "coreset": self._buffer.coreset}
+        self._support = [(by[a][b], w) for a, b, w in st.get("support", [])]
         pending = st.get("pending")  # files written before rebuild_lag existed have none
         if pending is not None:
-            by = {"window": window, "coreset": self._buffer.coreset}
             rows = [by[a][b] if isinstance(a, str) else (dec(a), b) for a, b in pending["rows"]]
             self._pending = {
                 "rows": rows, "signs": np.array([s for _, s in rows]), "due": pending["due"], "seed": pending["seed"],
@@ -343,9 +351,11 @@ def _decode_row(pairs: list) -> dict:
 
 
 def _encode_value(v):
-    """A solver context value (numbers, None, feature dicts, lists of them) as JSON."""
+    """A solver context value (numbers, None, feature dicts, arrays, lists of them) as JSON."""
     if isinstance(v, dict):
         return {"row": _encode_row(v)}
+    if isinstance(v, np.ndarray):
+        return {"array": [float(u) for u in v]}
     if isinstance(v, (list, tuple)):
         return [_encode_value(u) for u in v]
     return v
@@ -353,7 +363,7 @@ def _encode_value(v):
 
 def _decode_value(v):
     if isinstance(v, dict):
-        return _decode_row(v["row"])
+        return np.array(v["array"], dtype=np.float64) if "array" in v else _decode_row(v["row"])
     if isinstance(v, list):
         return [_decode_value(u) for u in v]
     return v

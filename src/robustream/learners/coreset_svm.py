@@ -52,7 +52,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     def _fit_rows(self, X, signs, features, context, seed):
         sol = solve(
             X, signs, outlier_fraction=(0.0, 0.0), polish=self.polish, nu=self.nu,
-            tree_height=1, boosting_rounds=1, refit_rounds=0, seed=seed,
+            tree_height=1, boosting_rounds=1, refit_rounds=0, seed=seed, polish_start=context.get("polish_start"),
         )  # fmt: skip
         unit = 0.5 * float(sol.coef @ sol.coef)
         return sol.coef, sol.intercept, sol.outlier_mask, sol.convex_coef, sol.margin_width, unit

@@ -150,7 +150,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         fits = []
         for r, w in zip(context["fractions"], context["previous"]):
             warm = None if w is None else np.fromiter((w.get(f, 0.0) for f in features), np.float64, len(features))
-            fits.append(self._solve_at(X, signs, r, warm, seed))
+            fits.append(self._solve_at(X, signs, r, warm, context.get("polish_start"), seed))
         if self.outlier_fraction != "auto":
             return fits[0]
         context["candidates"] = [
@@ -163,7 +163,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             self.outlier_fraction_ = context["pick"]
             self._candidates = context["candidates"]
 
-    def _solve_at(self, X, signs, outlier_fraction: float, warm_start: np.ndarray | None, seed: int):
+    def _solve_at(self, X, signs, outlier_fraction: float, warm_start, polish_start, seed: int):
         n_pos = int((signs > 0).sum())
         fractions = per_class_outlier_fractions(outlier_fraction, n_pos, signs.size - n_pos, self.noise_model)
         sketch = None
@@ -173,6 +173,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             X, signs, outlier_fraction=fractions, polish=self.polish, nu=self.nu, sketch=sketch,
             tree_height=self.tree_height, level_width=self.level_width,
             boosting_rounds=self.boosting_rounds, tree_rows=self.tree_rows, seed=seed, warm_start=warm_start,
+            polish_start=polish_start,
         )  # fmt: skip
         unit = 0.5 * float(sol.coef @ sol.coef)  # distance to the nearest (reduced-hull) point, times ||w||
         return sol.coef, sol.intercept, sol.outlier_mask, sol.convex_coef, sol.margin_width, unit
