@@ -114,3 +114,22 @@ def test_multiclass_trims_each_one_vs_rest_problem_by_its_own_noise_model():
     clf = RGDSVC(outlier_fraction=0.15, random_state=0).fit(X[:1200], noisy[:1200])
     assert 0.05 < clf.outlier_mask_.mean() < 0.35
     assert clf.score(X[1200:], y[1200:]) > 0.9
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_auto_finds_one_sided_flips_and_keeps_the_symmetric_model_for_uniform_ones(seed):
+    X, y = make_gaussian_classes((400, 400), d=10, seed=seed)
+    errors = {}
+    for noise in ("adversarial", "uniform"):
+        split = noisy_split(X, y, flip=0.15, noise=noise, seed=seed)
+        X_fit, y_fit = np.r_[split.X_train, split.X_val], np.r_[split.y_train, split.y_val]
+        auto = RGDSVC(outlier_fraction="auto", random_state=0).fit(X_fit, y_fit)
+        symmetric = RGDSVC(outlier_fraction=0.15, random_state=0).fit(X_fit, y_fit)
+        errors[noise] = (1 - auto.score(split.X_test, split.y_test), 1 - symmetric.score(split.X_test, split.y_test))
+        if noise == "adversarial":  # every flipped row was a positive now labelled negative
+            assert isinstance(auto.outlier_fraction_, tuple) and auto.outlier_fraction_[0] == 0.0
+            assert "negative" in auto.auto_sides_.values()
+        else:
+            assert isinstance(auto.outlier_fraction_, float) and set(auto.auto_sides_.values()) == {"both"}
+    assert errors["adversarial"][0] < 0.5 * errors["adversarial"][1], errors  # the symmetric model trims the clean class
+    assert errors["uniform"][0] <= errors["uniform"][1] + 0.01, errors

@@ -9,6 +9,7 @@ import pytest
 from river import checks, datasets, metrics, preprocessing
 
 from robustream import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier, persist  # noqa: F401
+from robustream.batch import AUTO_FRACTIONS
 
 LEARNERS = [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier, ORDIFilter]
 
@@ -255,6 +256,25 @@ def test_buffer_matrix_matches_a_direct_construction_and_reuses_columns():
         reused = sum(before.get(id(item)) is buf._columns[id(item)] for item in rows)
         assert reused == (0 if step in (0, 3) else 20), step  # 20 rows stayed in the window of 50
     assert pickle.loads(pickle.dumps(buf))._columns == {}
+
+
+def test_auto_never_picks_a_fraction_that_discards_most_of_a_class():
+    # one-sided flips: half of the positives are labelled negative, so a quarter of the labels say
+    # positive and the symmetric flip model at 0.15 or more would discard over half of them
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=8)
+    X = rng.normal(size=(3000, 8))
+    y = X @ w > 0
+    noisy = y & (rng.random(3000) >= 0.5)
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=250, seed=0)
+    picks = []
+    for i in range(3000):
+        model.learn_one({f"f{j}": float(v) for j, v in enumerate(X[i])}, bool(noisy[i]))
+        if (i + 1) % 250 == 0 and model.n_rebuilds_ > 1:
+            picks.append(model.outlier_fraction_)
+            assert model._candidate_usable[AUTO_FRACTIONS.index(model.outlier_fraction_)], picks
+            assert not all(model._candidate_usable), "the scenario must make some fractions unusable"
+    assert max(picks) <= 0.15, picks
 
 
 def test_invalid_outlier_fraction_is_rejected():

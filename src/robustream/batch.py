@@ -13,9 +13,34 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .sketch import SKETCH_KINDS, JLSketch
-from .solver import INTERCEPT_RULES, POLISH_MODES, per_class_outlier_fractions, solve
+from .solver import INTERCEPT_RULES, POLISH_MODES, discards_most_of_a_class, per_class_outlier_fractions, solve
 
 AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+# where "auto" may put the wrong labels of a two-class problem: both classes (the uniform-flip model of
+# per_class_outlier_fractions), only the observed negatives (positives flipped to the negative class)
+# or only the observed positives. "both" comes first: it wins every tie.
+AUTO_SIDES = ("both", "negative", "positive")
+# a one-sided variant replaces the symmetric one only if it leaves clearly fewer misclassified inliers
+AUTO_SIDE_MARGIN = 0.25
+
+
+def side_outlier_fractions(flip_rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
+    """Per-class fractions (positive, negative) that put ``flip_rate * n`` wrong labels on ``side``.
+
+    ``"both"`` is the uniform-flip model; ``"negative"`` / ``"positive"`` assume every wrong label sits
+    in that observed class (one-sided or adversarial flips), so all three discard about as many rows.
+
+    >>> [round(g, 3) for g in side_outlier_fractions(0.15, "negative", 400, 600)]
+    [0.0, 0.25]
+    """
+    if side == "both":
+        return per_class_outlier_fractions(flip_rate, n_pos, n_neg, "binary")
+    n = n_pos + n_neg
+    if side == "negative":
+        return 0.0, min(flip_rate * n / max(n_neg, 1), 0.95)
+    if side == "positive":
+        return min(flip_rate * n / max(n_pos, 1), 0.95), 0.0
+    raise ValueError(f"side must be one of {AUTO_SIDES}, got {side!r}")
 
 
 class RGDSVC(ClassifierMixin, BaseEstimator):
@@ -28,8 +53,14 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         uniform-flip model (see :func:`robustream.solver.per_class_outlier_fractions`; with more than
         two classes, each one-vs-rest problem uses its ``"one_vs_rest"`` model). A pair is
         (fraction of the positive class ``classes_[1]``, fraction of the negative class).
-        ``"auto"`` picks the float from ``AUTO_FRACTIONS`` by accuracy on an internal 25% holdout
-        of the (noisy) training labels, then refits on all rows; the pick is ``outlier_fraction_``.
+        ``"auto"`` picks a rate from ``AUTO_FRACTIONS`` by accuracy on an internal 25% holdout of
+        the (noisy) training labels, then refits on all rows; the pick is ``outlier_fraction_``.
+        With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
+        (``AUTO_SIDES``: both classes, as for a float, or only one observed class, as after
+        one-sided or adversarial flips): it fits the three variants on all rows and keeps a
+        one-sided one only if it leaves clearly fewer misclassified inliers than the symmetric one
+        (``AUTO_SIDE_MARGIN``); only the kept variant of each rate is scored on the holdout. A
+        one-sided pick is reported as its pair; ``auto_sides_`` holds the variant kept per rate.
     polish : {"soft", "hard", "auto"}, default="soft"
         Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
         coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are
@@ -68,7 +99,9 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         Width of the slab between the inliers of the two classes along ``coef_`` (negative when
         they overlap), per one-vs-rest model for more than two classes.
     outlier_fraction_ : float or tuple
-        The outlier fraction used (the pick of ``"auto"``).
+        The outlier fraction used (the pick of ``"auto"``: a float, or a pair for a one-sided pick).
+    auto_scores_, auto_sides_ : dict
+        With ``"auto"``: holdout accuracy and kept side (see ``AUTO_SIDES``) per rate.
     n_features_in_ : int
 
     Examples
@@ -172,7 +205,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"RGDSVC needs samples of at least 2 classes; got 1 class: {self.classes_[0]!r}")
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         if self.outlier_fraction == "auto":
-            self.outlier_fraction_, self.auto_scores_ = self._pick_outlier_fraction(X, y, seed)
+            self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed)
         else:
             self.outlier_fraction_ = self.outlier_fraction
         self._fit_models(X, y, self.outlier_fraction_, seed)
@@ -231,16 +264,62 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         order = rng.permutation(X.shape[0])
         n_hold = max(1, X.shape[0] // 4)
         hold, train = order[:n_hold], order[n_hold:]
-        scores = {}
+        scores, sides = {}, {}
         if np.unique(y[train]).size != self.classes_.size:
-            return 0.2, scores
+            return 0.2, scores, sides
         probe = self.__class__(**self.get_params())
         probe.classes_ = self.classes_
+        binary = self.classes_.size == 2
         for r in AUTO_FRACTIONS:
-            probe._fit_models(X[train], y[train], r, seed)
+            side = self._pick_side(probe, X, y, r, seed) if binary else "both"
+            if side is None:  # every variant of this rate calls most of a class wrong
+                continue
+            probe._fit_models(X[train], y[train], self._side_fraction(y[train], r, side), seed)
             scores[r] = float(np.mean(probe._predict(X[hold]) == y[hold]))
+            sides[r] = side
+        if not scores:
+            return AUTO_FRACTIONS[0], scores, sides
         best = max(scores.values())
-        return min(r for r, s in scores.items() if s == best), scores
+        r = min(r for r, s in scores.items() if s == best)
+        return self._side_fraction(y, r, sides[r]), scores, sides
+
+    def _side_fraction(self, y, rate, side):
+        """``rate`` itself for the symmetric model (the float path), else the one-sided pair."""
+        if side == "both":
+            return rate
+        n_pos = int((y == self.classes_[1]).sum())
+        return side_outlier_fractions(rate, side, n_pos, y.size - n_pos)
+
+    def _pick_side(self, probe, X, y, rate, seed) -> str | None:
+        """Where ``rate * n`` wrong labels most likely sit, from fits on all rows.
+
+        Variants that would discard more than half of an observed class are skipped (such a class
+        would mostly hold the other one). A one-sided variant replaces the symmetric one if it
+        leaves fewer than ``1 - AUTO_SIDE_MARGIN`` times as many inliers on the wrong side of its
+        own hyperplane (noisy labels), or, when the symmetric one leaves none, none and a wider
+        slab; the better one-sided by (errors, -width). None if no variant is left.
+        """
+        n_pos = int((y == self.classes_[1]).sum())
+        n_neg = y.size - n_pos
+        y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
+        keys = {}
+        for side in AUTO_SIDES:
+            g_pos, g_neg = side_outlier_fractions(rate, side, n_pos, n_neg)
+            if discards_most_of_a_class((g_pos, g_neg), n_pos, n_neg):
+                continue
+            probe._fit_models(X, y, self._side_fraction(y, rate, side), seed)
+            sol = probe.solutions_[0]
+            margins = y_pm * (np.asarray(X @ sol.coef).ravel() + sol.intercept)
+            keys[side] = (int(np.sum((margins <= 0.0) & ~sol.outlier_mask)), -sol.margin_width)
+        one_sided = [(keys[side], side) for side in AUTO_SIDES[1:] if side in keys]
+        if "both" not in keys:
+            return min(one_sided)[1] if one_sided else None
+        errors, width = keys["both"]
+        better = [
+            (key, side) for key, side in one_sided
+            if (key[0] < (1.0 - AUTO_SIDE_MARGIN) * errors if errors > 0 else key < (0, width))
+        ]
+        return min(better)[1] if better else "both"
 
     # -- prediction -----------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:

@@ -91,6 +91,19 @@ def per_class_outlier_fractions(
     return min(g_pos, 0.95), min(g_neg, 0.95)
 
 
+def discards_most_of_a_class(fractions: tuple[float, float], n_pos: int, n_neg: int) -> bool:
+    """True when the per-class ``fractions`` would discard more than half of an observed class (as
+    :func:`solve` counts, ``floor(gamma_c n_c)`` rows): such a class would mostly hold the other one,
+    and its fit is a near-constant classifier, so ``"auto"`` does not consider it.
+
+    >>> discards_most_of_a_class((0.6, 0.0), 100, 100), discards_most_of_a_class((0.5, 0.1), 100, 100)
+    (True, False)
+    """
+    return max(
+        math.floor(fractions[0] * n_pos + 1e-9) / max(n_pos, 1), math.floor(fractions[1] * n_neg + 1e-9) / max(n_neg, 1)
+    ) > 0.5
+
+
 def _gram(X) -> np.ndarray:
     if sp.issparse(X):
         return np.asarray((X @ X.T).toarray())

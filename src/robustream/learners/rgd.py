@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..batch import AUTO_FRACTIONS
 from ..sketch import JLSketch
-from ..solver import per_class_outlier_fractions, solve
+from ..solver import discards_most_of_a_class, per_class_outlier_fractions, solve
 from .base import RebuildingLinearClassifier, _decode_row, _encode_row, sparse_dot
 
 # fraction used by the first "auto" rebuild, before any candidate has been scored (the fixed default)
@@ -36,9 +38,11 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         row that arrives before the next rebuild, before the row is learned; its error against the
         (noisy) labels is averaged with an exponential forgetting of ``window_size`` rows, so it
         carries over rebuilds. A rebuild keeps the candidate of the fraction with the lowest
-        averaged error (the smallest fraction on ties; 0.2 at the first rebuild) as the model.
-        The current pick is ``outlier_fraction_``; it follows a change of the noise rate within
-        about one window.
+        averaged error (the smallest fraction on ties; 0.2 at the first rebuild) as the model,
+        leaving out fractions that would discard more than half of an observed class (a
+        near-constant model: under one-sided flips the symmetric flip model asks for that). The
+        current pick is ``outlier_fraction_``; it follows a change of the noise rate within about
+        one window.
     window_size, coreset_size, rebuild_every
         Rows kept from the recent stream, rows kept from past solutions, and rebuild period.
     rebuild_lag
@@ -122,6 +126,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         # "auto": weights and intercept of the model of each fraction, and their forgetful error rates
         self._candidates: list[tuple[dict, float]] = []
         self._candidate_errors = [0.0] * len(AUTO_FRACTIONS)
+        self._candidate_usable = [True] * len(AUTO_FRACTIONS)  # fractions that keep most of each class
 
     def learn_one(self, x: dict, y) -> None:
         if self._candidates:
@@ -131,16 +136,26 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
                 self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * wrong
         super().learn_one(x, y)
 
-    def _fit_context(self) -> dict:
+    def _fit_context(self, n_pos: int, n_neg: int) -> dict:
         # the tree of a rebuild is rooted at the previous solution of its fraction (once there is one)
         if self.outlier_fraction != "auto":
             return {"fractions": [self.outlier_fraction], "previous": [self._previous(self.weights)]}
+        # fractions that would discard most of a class are solved (their errors keep being tracked)
+        # but not picked: such a model is near-constant
+        usable = [
+            not discards_most_of_a_class(per_class_outlier_fractions(r, n_pos, n_neg, self.noise_model), n_pos, n_neg)
+            for r in AUTO_FRACTIONS
+        ]
         fraction = self.outlier_fraction_
         if self._candidates:
-            best = min(self._candidate_errors)
-            fraction = min(r for r, e in zip(AUTO_FRACTIONS, self._candidate_errors) if e <= best + 1e-12)
+            errors = [e if ok else math.inf for e, ok in zip(self._candidate_errors, self._candidate_usable)]
+            best = min(errors)
+            if best < math.inf:
+                fraction = min(r for r, e in zip(AUTO_FRACTIONS, errors) if e <= best + 1e-12)
+        if not usable[AUTO_FRACTIONS.index(fraction)] and any(usable):
+            fraction = AUTO_FRACTIONS[usable.index(True)]
         previous = [w for w, _ in self._candidates] or [self._previous(self.weights)] * len(AUTO_FRACTIONS)
-        return {"fractions": list(AUTO_FRACTIONS), "previous": previous, "pick": fraction}
+        return {"fractions": list(AUTO_FRACTIONS), "previous": previous, "pick": fraction, "usable": usable}
 
     def _previous(self, weights: dict) -> dict | None:
         # before the first rebuild the weights are the passive-aggressive warm start, not a point of the hulls
@@ -162,6 +177,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         if "candidates" in context:
             self.outlier_fraction_ = context["pick"]
             self._candidates = context["candidates"]
+            self._candidate_usable = context["usable"]
 
     def _solve_at(self, X, signs, outlier_fraction: float, warm_start, polish_start, seed: int):
         n_pos = int((signs > 0).sum())
@@ -204,6 +220,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             "outlier_fraction_": self.outlier_fraction_,
             "candidates": [[_encode_row(w), b] for w, b in self._candidates],
             "candidate_errors": list(self._candidate_errors),
+            "candidate_usable": list(self._candidate_usable),
         }
 
     def _set_state(self, st: dict) -> None:
@@ -212,3 +229,4 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self.outlier_fraction_ = st.get("outlier_fraction_", self.outlier_fraction_)
         self._candidates = [(_decode_row(w), b) for w, b in st.get("candidates", [])]
         self._candidate_errors = list(st.get("candidate_errors", self._candidate_errors))
+        self._candidate_usable = list(st.get("candidate_usable", self._candidate_usable))
