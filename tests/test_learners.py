@@ -345,3 +345,42 @@ def test_one_vs_rest_on_the_mnist_test_set_with_flipped_labels():
     no_removal = accuracy(outlier_fraction=0.0)
     # measured 0.836 / 0.506 / 0.714: the binary flip model calls most of a 10% class flipped
     assert one_vs_rest > 0.78 and one_vs_rest > no_removal + 0.05 and one_vs_rest > binary + 0.2
+
+
+def test_non_finite_features_are_refused_with_the_feature_named():
+    model = RGDSVMClassifier(rebuild_every=50)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="feature 'b' is not a finite number"):
+            model.learn_one({"a": 1.0, "b": bad}, True)
+    assert len(model._buffer) == 0  # nothing of the refused rows is kept
+
+
+def test_values_that_overflow_make_a_failed_rebuild_not_a_crash():
+    model = RGDSVMClassifier(rebuild_every=50, window_size=100, seed=0)
+    rng = np.random.default_rng(0)
+    for i in range(100):
+        x = rng.normal(size=3) * (1e160 if i == 30 else 1.0)
+        model.learn_one({f"f{j}": float(v) for j, v in enumerate(x)}, bool(x[0] > 0))
+    assert model.n_failed_rebuilds_ >= 1 and all(np.isfinite(list(model.weights.values())))
+
+
+def test_a_forked_child_finishes_the_pending_rebuild_itself():
+    import os
+
+    stream = list(_noisy_stream(800, seed=3))
+    model = RGDSVMClassifier(rebuild_every=200, rebuild_lag=150, window_size=300, seed=1)
+    _learn(model, stream[:610])  # the rebuild started at row 600 is pending, due at row 750
+    assert model._pending is not None
+    pid = os.fork()
+    if pid == 0:  # the child has no worker thread for the parent's future
+        import signal
+
+        signal.alarm(60)  # waiting on the parent's future would hang: die instead, and fail the test
+        try:
+            _learn(model, stream[610:])
+            os._exit(0 if model.n_rebuilds_ == 3 else 1)
+        except BaseException:
+            os._exit(2)
+    _learn(model, stream[610:])
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0 and model.n_rebuilds_ == 3

@@ -61,6 +61,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         one-sided one only if it leaves clearly fewer misclassified inliers than the symmetric one
         (``AUTO_SIDE_MARGIN``); only the kept variant of each rate is scored on the holdout. A
         one-sided pick is reported as its pair; ``auto_sides_`` holds the variant kept per rate.
+        Cost: up to 4 fits per rate (3 variants on all rows, 1 on the holdout's training part), then
+        the final fit, so about 25 fits for two classes (7 per one-vs-rest problem otherwise).
     polish : {"soft", "hard", "auto"}, default="soft"
         Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
         coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are

@@ -251,8 +251,10 @@ def _feasible_start(sign, inlier, cap, previous: np.ndarray | None) -> np.ndarra
         if excess > 0.0:
             c = np.minimum(c, cap)
             room = np.where(members, cap - c, 0.0)
-            # sum(cap) >= 1 on the members, so the room holds the excess
-            c = c + excess * room / room.sum()
+            total_room = room.sum()
+            # sum(cap) >= 1 on the members, so the room holds the excess (up to rounding: it may be 0)
+            if total_room > 0.0:
+                c = c + min(excess, total_room) * room / total_room
         coef[members] = c[members]
     return coef
 
@@ -329,6 +331,8 @@ def solve(
         X = sp.csr_matrix(X, dtype=np.float64)
     else:
         X = np.ascontiguousarray(X, dtype=np.float64)
+    if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
+        raise ValueError("X contains NaN or infinite values")
     g_pos, g_neg = outlier_fraction
     n_discard = {
         1.0: min(int(math.floor(g_pos * n_pos + 1e-9)), n_pos - 1),

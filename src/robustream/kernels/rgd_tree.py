@@ -132,6 +132,9 @@ def rgd_tree(
 
     best = np.asarray(root, dtype=np.float64).copy()
     widths, proj_p, proj_q = evaluate_directions(best[None, :], P, Q, n_discard_pos, n_discard_neg, widths_fn)
+    if not (np.all(np.isfinite(proj_p)) and np.all(np.isfinite(proj_q))):
+        # the selection kernels need finite projections; values near 1e155 overflow in the products
+        raise ValueError("projections are not finite: the rows hold NaN, infinite or too large values")
     best_width = float(widths[0])
     n_nodes = 1
     n_rounds = 0

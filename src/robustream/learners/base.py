@@ -110,25 +110,37 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
         row = {k: float(x[k]) for k in self._canonical_keys if x[k]}
+        for k, v in row.items():
+            if not math.isfinite(v):  # one NaN or inf would poison every later solve
+                raise ValueError(f"feature {k!r} is not a finite number: {v!r}")
         self._buffer.window.append((row, sign))
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)
         self._since_rebuild += 1
-        if self._pending is not None:
-            self._pending["due"] -= 1
-            if self._pending["due"] <= 0:
-                self._finish_pending()
-        if self._since_rebuild >= self.rebuild_every:
-            self._since_rebuild = 0
-            if self.rebuild_lag == 0:
-                self.rebuild()
-            else:
-                self._pending = self._snapshot()
-                if self._pending is None:
-                    self.n_failed_rebuilds_ += 1
+        try:
+            if self._pending is not None:
+                self._pending["due"] -= 1
+                if self._pending["due"] <= 0:
+                    self._finish_pending()
+        finally:  # the schedule holds even when applying the previous rebuild raised
+            if self._since_rebuild >= self.rebuild_every:
+                self._since_rebuild = 0
+                if self.rebuild_lag == 0:
+                    self.rebuild()
                 else:
-                    self._pending["due"] = self.rebuild_lag
-                    self._pending["future"] = _background().submit(self._compute, self._pending)
+                    self._start_pending()
+
+    def _start_pending(self) -> None:
+        self._pending = self._snapshot()
+        if self._pending is None:
+            self.n_failed_rebuilds_ += 1
+            return
+        self._pending["due"] = self.rebuild_lag
+        try:
+            self._pending["future"] = _background().submit(self._compute, self._pending)
+            self._pending["pid"] = os.getpid()
+        except RuntimeError:  # interpreter shutting down: the rebuild is computed when due, in this thread
+            pass
 
     def _passive_aggressive(self, row: dict, sign: float, C: float = 0.01) -> None:
         loss = max(0.0, 1.0 - sign * self.decision_one(row))
@@ -177,7 +189,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             X = X.toarray()  # dense BLAS products are several times faster than sparse ones on dense rows
         context = dict(snapshot["context"])  # the solve may add its by-products; the snapshot stays as taken
         try:
-            fit = self._fit_rows(X, snapshot["signs"], features, context, snapshot["seed"])
+            # one floating-point error policy whatever the thread (NumPy's error state is per thread)
+            with np.errstate(**_FP_POLICY):
+                fit = self._fit_rows(X, snapshot["signs"], features, context, snapshot["seed"])
         except (ValueError, FloatingPointError):
             fit = None
         if fit is not None and (not np.all(np.isfinite(fit[0])) or not np.any(fit[0])):
@@ -187,7 +201,15 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _finish_pending(self) -> None:
         pending, self._pending = self._pending, None
         future = pending.get("future")
-        self._apply(pending, future.result() if future is not None else self._compute(pending))
+        if future is None or pending.get("pid") != os.getpid():  # a copy, or a forked child: no worker ran it
+            computed = self._compute(pending)
+        else:
+            try:
+                computed = future.result()
+            except BaseException:
+                self.n_failed_rebuilds_ += 1
+                raise
+        self._apply(pending, computed)
 
     def _apply(self, snapshot: dict, computed) -> bool:
         features, X, fit, context = computed
@@ -201,8 +223,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self.margin_width_ = float(width)
         self.outlier_rate_ = float(outlier_mask.mean())
         self._margin_unit = max(float(unit), 1e-12)
-        margins = signs * (np.asarray(X @ coef).ravel() + intercept) / self._margin_unit
-        self._proba_slope = _fit_slope(margins[~outlier_mask])
+        with np.errstate(**_FP_POLICY):
+            margins = signs * (np.asarray(X @ coef).ravel() + intercept) / self._margin_unit
+            self._proba_slope = _fit_slope(margins[~outlier_mask])
         self._buffer.refresh_coreset(snapshot["rows"], row_weight, margins, ~outlier_mask, seed=snapshot["seed"])
         self._support = [(item, float(w)) for item, w in zip(snapshot["rows"], row_weight) if w > 0.0]
         self._after_fit(context)
@@ -220,7 +243,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         if self._pending is not None:  # a copy recomputes the running rebuild from its snapshot
-            state["_pending"] = {k: v for k, v in self._pending.items() if k != "future"}
+            state["_pending"] = {k: v for k, v in self._pending.items() if k not in ("future", "pid")}
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -321,6 +344,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             }  # fmt: skip
 
 
+_FP_POLICY = {"all": "ignore"}  # non-finite results are caught by the checks on the solution
 _BACKGROUND: tuple[int, ThreadPoolExecutor] | None = None
 
 

@@ -50,14 +50,16 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         ``rebuild_every``): it runs in a background thread on a snapshot of coreset + window while
         the stream goes on, and its model replaces the current one exactly ``k`` rows later (waiting
         for it if it is not done). The numba kernels release the GIL, so a second core does the
-        solve. The model depends only on the stream and the seed, never on the machine's speed.
+        solve (one thread for all learners of a process). The model depends only on the stream and
+        the seed, never on the machine's speed. As for any River learner, feed one learner from one
+        thread.
     sketch, sketch_dim
         Optional JL sketch the RGD-tree runs on (``sketch_dim=None``: no sketch).
     polish, nu, tree_height, level_width, boosting_rounds
         Solver settings (see :class:`robustream.RGDSVC`). From the second rebuild on, the tree is
         rooted at the previous solution, so the search goes on across rebuilds: a shallow, narrow
-        tree per rebuild (the defaults, 3 levels of 4 nodes, 2 boosting rounds) is as accurate on
-        the benchmarks as the batch estimator's 6 x 10 x 3 at a fraction of the cost.
+        tree per rebuild (the defaults, 3 levels of 4 nodes, 2 boosting rounds) measured within 0.2
+        points of test error of the batch estimator's 6 x 10 x 3 tree, at a fraction of the cost.
     tree_rows
         The tree ranks its directions on a stratified sample of this many rows of coreset + window
         (None: all); every row is used for the inliers and the polish.
@@ -147,8 +149,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             for r in AUTO_FRACTIONS
         ]
         fraction = self.outlier_fraction_
-        if self._candidates:
-            errors = [e if ok else math.inf for e, ok in zip(self._candidate_errors, self._candidate_usable)]
+        if self._candidates:  # the lowest error among the fractions usable at the last rebuild and now
+            ok = [a and b for a, b in zip(self._candidate_usable, usable)]
+            errors = [e if k else math.inf for e, k in zip(self._candidate_errors, ok)]
             best = min(errors)
             if best < math.inf:
                 fraction = min(r for r, e in zip(AUTO_FRACTIONS, errors) if e <= best + 1e-12)
