@@ -110,9 +110,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
         row = {k: float(x[k]) for k in self._canonical_keys if x[k]}
-        for k, v in row.items():
-            if not math.isfinite(v):  # one NaN or inf would poison every later solve
-                raise ValueError(f"feature {k!r} is not a finite number: {v!r}")
+        if not all(map(math.isfinite, row.values())):  # one NaN or inf would poison every later solve
+            k = next(k for k, v in row.items() if not math.isfinite(v))
+            raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
         self._buffer.window.append((row, sign))
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)
