@@ -133,3 +133,22 @@ def test_auto_finds_one_sided_flips_and_keeps_the_symmetric_model_for_uniform_on
             assert isinstance(auto.outlier_fraction_, float) and set(auto.auto_sides_.values()) == {"both"}
     assert errors["adversarial"][0] < 0.5 * errors["adversarial"][1], errors  # the symmetric model trims the clean class
     assert errors["uniform"][0] <= errors["uniform"][1] + 0.01, errors
+
+
+def test_multiclass_auto_skips_rates_that_discard_most_of_a_class():
+    from robustream.solver import discards_most_of_a_class, per_class_outlier_fractions
+
+    rng = np.random.default_rng(3)
+    sizes = (720, 140, 140)  # a dominant class: at rate 0.3 its one-vs-rest "rest" side loses 70%
+    X = np.vstack([rng.normal(3.0 * k, 1.0, (n, 4)) for k, n in enumerate(sizes)])
+    y = np.repeat(np.arange(3), sizes)
+    model = RGDSVC(outlier_fraction="auto", random_state=0).fit(X, y)
+    n0 = sizes[0]
+    n_rest = y.size - n0
+    unusable = [
+        r for r in (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+        if discards_most_of_a_class(per_class_outlier_fractions(r, n0, n_rest, "one_vs_rest"), n0, n_rest)
+    ]  # fmt: skip
+    assert unusable, "the data must make some rates unusable"
+    assert not set(unusable) & set(model.auto_scores_), model.auto_scores_
+    assert model.score(X, y) > 0.95

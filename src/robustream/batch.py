@@ -273,7 +273,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         probe.classes_ = self.classes_
         binary = self.classes_.size == 2
         for r in AUTO_FRACTIONS:
-            side = self._pick_side(probe, X, y, r, seed) if binary else "both"
+            side = self._pick_side(probe, X, y, r, seed) if binary else self._one_vs_rest_side(y, r)
             if side is None:  # every variant of this rate calls most of a class wrong
                 continue
             probe._fit_models(X[train], y[train], self._side_fraction(y[train], r, side), seed)
@@ -284,6 +284,15 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         best = max(scores.values())
         r = min(r for r, s in scores.items() if s == best)
         return self._side_fraction(y, r, sides[r]), scores, sides
+
+    def _one_vs_rest_side(self, y, rate) -> str | None:
+        """``"both"``, or None when ``rate`` would discard most of a class of some one-vs-rest problem."""
+        for c in self.classes_:
+            n_pos = int((y == c).sum())
+            fractions = per_class_outlier_fractions(rate, n_pos, y.size - n_pos, "one_vs_rest")
+            if discards_most_of_a_class(fractions, n_pos, y.size - n_pos):
+                return None
+        return "both"
 
     def _side_fraction(self, y, rate, side):
         """``rate`` itself for the symmetric model (the float path), else the one-sided pair."""
