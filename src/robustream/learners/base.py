@@ -133,7 +133,6 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _start_pending(self) -> None:
         self._pending = self._snapshot()
         if self._pending is None:
-            self.n_failed_rebuilds_ += 1
             return
         self._pending["due"] = self.rebuild_lag
         try:
@@ -159,21 +158,20 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if self._pending is not None:
             self._finish_pending()
         snapshot = self._snapshot()
-        if snapshot is None:
-            self.n_failed_rebuilds_ += 1
-            return False
-        return self._apply(snapshot, self._compute(snapshot))
+        return snapshot is not None and self._apply(snapshot, self._compute(snapshot))
 
     # A rebuild in three steps: the snapshot and the apply run on the caller's thread (they read and
     # write the model); the compute step reads only the snapshot, so it can run in a background thread
     # while the stream goes on (``rebuild_lag`` > 0). The result depends only on the snapshot, and it
     # is applied after exactly ``rebuild_lag`` more rows, so the model is the same on every machine.
     def _snapshot(self) -> dict | None:
-        """The rows, labels, matrix and solver context of a rebuild; None when a class has < 2 rows."""
+        """The rows, labels, solver context and seed of a rebuild; None (a failed rebuild) when a class
+        has fewer than 2 rows."""
         rows = self._buffer.rows()
         signs = np.array([s for _, s in rows])
         n_pos = int((signs > 0).sum())
         if n_pos < 2 or signs.size - n_pos < 2:
+            self.n_failed_rebuilds_ += 1
             return None
         context = self._fit_context(n_pos, signs.size - n_pos)
         if self._support:  # the last solution's convex coefficients: where this solve's polish starts

@@ -161,8 +161,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         return {"fractions": list(AUTO_FRACTIONS), "previous": previous, "pick": fraction, "usable": usable}
 
     def _previous(self, weights: dict) -> dict | None:
-        # before the first rebuild the weights are the passive-aggressive warm start, not a point of the hulls
-        return dict(weights) if self.n_rebuilds_ > 0 and weights else None
+        # before the first rebuild the weights are the passive-aggressive warm start, not a point of the
+        # hulls; after it they are only ever replaced, never changed in place, so the solve may read them
+        return weights if self.n_rebuilds_ > 0 and weights else None
 
     def _fit_rows(self, X, signs, features, context, seed):
         fits = []
