@@ -10,10 +10,12 @@ the value the issue reports as strongest under flips).
 
     python benchmarks/stream_noise.py            # 4 shared sets + synthetic, 2 seeds, memory 20k vs 200k rows
     python benchmarks/stream_noise.py --quick    # 2 small sets + synthetic, 1 seed, memory 5k vs 50k rows
+    python benchmarks/stream_noise.py --memory-only --memory-rows 100000   # the issue's 100k vs 1M rows
 
 Prints a Markdown table and writes benchmarks/results/stream_noise.json (``--quick``:
 stream_noise_quick.json). The memory section runs RGDSVMClassifier on a generated stream under
-tracemalloc and reports the peak and the retained (current) traced memory after n and 10n rows.
+tracemalloc and reports the peak and the retained (current) traced memory after n and 10n rows, and
+the size of the pickled model.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import gc
+import pickle
 import json
 import sys
 import time
@@ -111,8 +114,11 @@ def memory(n_small: int, d: int = 20, seed: int = 0) -> dict:
         if i + 1 in (n_small, 10 * n_small):
             gc.collect()
             current, peak = tracemalloc.get_traced_memory()
-            out[i + 1] = {"current_bytes": current, "peak_bytes": peak, "buffered_rows": len(model._buffer)}
-            print(f"  memory after {i + 1} rows: current {current / 1e6:.2f} MB, peak {peak / 1e6:.2f} MB", flush=True)
+            saved = len(pickle.dumps(model))
+            out[i + 1] = {"current_bytes": current, "peak_bytes": peak, "pickled_bytes": saved,
+                          "buffered_rows": len(model._buffer)}
+            print(f"  memory after {i + 1} rows: current {current / 1e6:.2f} MB, peak {peak / 1e6:.2f} MB, "
+                  f"pickled model {saved / 1e6:.3f} MB", flush=True)
     tracemalloc.stop()
     return out
 
@@ -124,6 +130,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, help="number of seeds")
     ap.add_argument("--flip", type=float, default=0.15)
     ap.add_argument("--memory-rows", type=int, help="n of the n vs 10n memory comparison (0: skip)")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only the memory comparison (writes results/stream_memory.json)")
     args = ap.parse_args()
     meta = header()
     names = args.datasets or (QUICK if args.quick else FULL)
@@ -131,33 +139,39 @@ def main() -> None:
     n_mem = args.memory_rows if args.memory_rows is not None else (5_000 if args.quick else 20_000)
     make = learners()
 
+    if args.memory_only:
+        names = []
     results = {name: [run_dataset(name, s, args.flip, make) for s in range(seeds)] for name in names}
     mem = memory(n_mem) if n_mem else {}
 
-    print(f"\n## Streaming, {args.flip:.0%} uniform flips, {seeds} seed(s): "
-          "prequential accuracy vs clean labels % / clean test error % (mean over seeds)\n")
-    print("| dataset (n_train, d) | " + " | ".join(make) + " |")
-    print("|---|" + "---|" * len(make))
-    for name, runs in results.items():
-        cells = []
-        for method in make:
-            preq = np.mean([r["methods"][method]["prequential_acc"] for r in runs]) * 100
-            err = np.mean([r["methods"][method]["test_error"] for r in runs]) * 100
-            cells.append(f"{preq:.1f} / {err:.1f}")
-        print(f"| {name} ({runs[0]['n_train']}, {runs[0]['n_features']}) | " + " | ".join(cells) + " |")
-    print("\nseconds per pass (mean over data sets and seeds): " + ", ".join(
-        f"{m} {np.mean([r['methods'][m]['seconds'] for runs in results.values() for r in runs]):.1f}" for m in make))
+    if results:
+        print(f"\n## Streaming, {args.flip:.0%} uniform flips, {seeds} seed(s): "
+              "prequential accuracy vs clean labels % / clean test error % (mean over seeds)\n")
+        print("| dataset (n_train, d) | " + " | ".join(make) + " |")
+        print("|---|" + "---|" * len(make))
+        for name, runs in results.items():
+            cells = []
+            for method in make:
+                preq = np.mean([r["methods"][method]["prequential_acc"] for r in runs]) * 100
+                err = np.mean([r["methods"][method]["test_error"] for r in runs]) * 100
+                cells.append(f"{preq:.1f} / {err:.1f}")
+            print(f"| {name} ({runs[0]['n_train']}, {runs[0]['n_features']}) | " + " | ".join(cells) + " |")
+        print("\nseconds per pass (mean over data sets and seeds): " + ", ".join(
+            f"{m} {np.mean([r['methods'][m]['seconds'] for runs in results.values() for r in runs]):.1f}" for m in make))
     if mem:
         (n1, a), (n2, b) = sorted(mem.items())
         print(f"\n## RGDSVMClassifier memory (tracemalloc, d = 20, window 1000 + coreset 500)\n")
-        print("| rows | retained MB | peak MB | buffered rows |\n|---|---|---|---|")
+        print("| rows | retained MB | peak MB | pickled model MB | buffered rows |\n|---|---|---|---|---|")
         for n, m in sorted(mem.items()):
-            print(f"| {n} | {m['current_bytes'] / 1e6:.2f} | {m['peak_bytes'] / 1e6:.2f} | {m['buffered_rows']} |")
-        print(f"\nretained after {n2} rows / after {n1} rows: {b['current_bytes'] / a['current_bytes']:.3f}")
+            print(f"| {n} | {m['current_bytes'] / 1e6:.2f} | {m['peak_bytes'] / 1e6:.2f} | "
+                  f"{m['pickled_bytes'] / 1e6:.3f} | {m['buffered_rows']} |")
+        print(f"\nafter {n2} rows / after {n1} rows: retained {b['current_bytes'] / a['current_bytes']:.3f}, "
+              f"pickled model {b['pickled_bytes'] / a['pickled_bytes']:.3f}")
 
     out_dir = Path(__file__).resolve().parent / "results"
     out_dir.mkdir(exist_ok=True)
-    path = out_dir / ("stream_noise_quick.json" if args.quick else "stream_noise.json")
+    path = out_dir / ("stream_memory.json" if args.memory_only else
+                      "stream_noise_quick.json" if args.quick else "stream_noise.json")
     path.write_text(json.dumps({"meta": meta, "flip": args.flip, "results": results,
                                 "memory": {str(k): v for k, v in mem.items()}}, indent=1))
     print(f"\nwrote {path}")
