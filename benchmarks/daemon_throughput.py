@@ -24,8 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# No thread settings here: users run with their BLAS's defaults, and the solvers limit BLAS to one
+# thread themselves (robustream.blas).
 
 import numpy as np  # noqa: E402
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402

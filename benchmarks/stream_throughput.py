@@ -17,11 +17,8 @@ Prints a Markdown table and writes benchmarks/results/stream_throughput.json.
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
+# No thread settings here: users run with their BLAS's defaults, and the solvers limit BLAS to one
+# thread themselves (robustream.blas).
 import argparse
 import json
 import sys

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from robustream.blas import single_threaded_blas
 from robustream.kernels.dual_cd import dual_cd_csr, dual_cd_dense
 
 __all__ = ["RampSolution", "ramp_svm_cccp", "ramp_objective", "RampSVC", "NotFittedError"]
@@ -174,6 +175,7 @@ def _check_seed(seed):
     return seed
 
 
+@single_threaded_blas()
 def ramp_svm_cccp(
     X,
     y,

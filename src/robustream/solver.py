@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .blas import single_threaded_blas
 from .kernels.gilbert import mdm_gram
 from .kernels.rgd_tree import rgd_tree, samples_per_node
 from .sketch import JLSketch
@@ -271,6 +272,7 @@ def _trim(margins: np.ndarray, sign: np.ndarray, n_discard: dict[float, int]) ->
     return inlier
 
 
+@single_threaded_blas()
 def solve(
     X,
     y: np.ndarray,
