@@ -159,14 +159,16 @@ def nearest_point(
     floor = 1e-12 * _max_row_norm2(X)
     if gram is not None or n <= full_gram_rows:
         K = _gram(X) if gram is None else gram
-        g = sign * (K @ (sign * coef))
+        # projections through w (O(n d)) rather than K (O(n^2)): K is read only by the MDM steps
+        g = sign * _matvec(X, w)
         ww = float(w @ w)
         while steps < max_iter:
             target = max(tol * ww, floor)
             coef, g, ww, it = mdm_gram(K, g, sign, coef, cap, ww, target, min(20_000, max_iter - steps))
             steps += it
-            g = sign * (K @ (sign * coef))  # refresh: removes the drift of the running values
-            ww = float(coef @ g)  # = ||sum_i sign_i coef_i x_i||^2, since sign_i^2 = 1
+            w = _combine(X, sign, coef)
+            g = sign * _matvec(X, w)  # refresh: removes the drift of the running values
+            ww = float(w @ w)
             if _total_gap(g, sign, coef, cap) <= max(tol * ww, floor) or it == 0:
                 return coef, steps, True
         return coef, steps, False

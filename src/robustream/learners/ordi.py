@@ -9,6 +9,7 @@ from typing import Any, Hashable
 import numpy as np
 from river import base, linear_model
 
+from ..blas import single_threaded_blas
 from ..coreset import key_order
 
 SCORES = ("exact", "bound")
@@ -175,14 +176,15 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         self.n_seen_ += 1
         self.last_score_ = score
         if self.score == "exact" and self.n_seen_ % _REFRESH_EVERY == 0:
-            self.ridge_inverse_ = np.linalg.inv(self.scatter_ + self.ridge * np.eye(self.mean_.size))
+            with single_threaded_blas():  # a d x d inverse: BLAS threads would mostly spin
+                self.ridge_inverse_ = np.linalg.inv(self.scatter_ + self.ridge * np.eye(self.mean_.size))
         skip = False
         if score > -math.inf:
             # dψ shrinks like 1/n and the bound grows like n (through β): rescaled, the scores of
             # samples that arrived at different times are comparable
             scaled = score * self.n_seen_ if self.score == "exact" else score / self.n_seen_
             if self.n_seen_ > self.grace_period and y in self._taught:
-                below = sum(1 for s in self._scores if s < scaled)
+                below = sum(map(scaled.__gt__, self._scores))  # scores below this one
                 # rank of the sample among the window's scores and its own (1 = lowest)
                 skip = below + 1 <= self.removal_fraction * (len(self._scores) + 1)
             self._scores.append(scaled)
