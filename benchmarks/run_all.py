@@ -68,6 +68,7 @@ except ImportError:  # pragma: no cover - depends on the bench extra
 # name -> (registry learner name, validation grid); the river learners run behind a scaler
 STREAM_METHODS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "RGD stream": ("rgd", [{"outlier_fraction": r} for r in (0.1, 0.2, 0.3)]),
+    "RGD stream auto": ("rgd", [{"outlier_fraction": "auto"}]),
     "Coreset stream": ("coreset", [{}]),
     "Ramp stream": ("ramp", [{"s": -1.0}, {"s": -0.5}]),
     **({"ORDI(LR)": ("ordi", [{"removal_fraction": r} for r in (0.1, 0.2)])} if HAS_ORDI else {}),
@@ -76,7 +77,7 @@ STREAM_METHODS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "River ALMA": ("river:ALMAClassifier", [{}]),
     "River Perceptron": ("river:Perceptron", [{}]),
 }
-BATCH_METHODS = ["RGDSVC", "LinearSVC"] + (["cleanlab+LinearSVC"] if HAS_CLEANLAB else [])
+BATCH_METHODS = ["RGDSVC", "RGDSVC auto", "LinearSVC"] + (["cleanlab+LinearSVC"] if HAS_CLEANLAB else [])
 METHODS = list(STREAM_METHODS) + BATCH_METHODS
 SEEDED = {"rgd", "coreset", "ramp"}  # the rebuilding learners: seeded, rebuild_every scaled to the stream
 
@@ -225,6 +226,11 @@ def run_batch_method(name, split, seed, binary, scaled):
         model, params, _ = select(lambda **p: RGDSVC(random_state=seed, **p), RGDSVC_GRID, Xtr, ytr, Xva, yva)
         if binary:
             flags = model.outlier_mask_
+    elif name == "RGDSVC auto":  # no validation search: "auto" picks on the training labels
+        params = {"outlier_fraction": "auto"}
+        model = RGDSVC(random_state=seed, **params).fit(Xtr, ytr)
+        if binary:
+            flags = model.outlier_mask_
     elif name == "LinearSVC":
         model, params, _ = select(svc, [{"C": c} for c in C_GRID], Xtr, ytr, Xva, yva)
         if binary:
@@ -353,6 +359,7 @@ def run_timing(job: tuple) -> dict:
         out["methods"][m] = {"seconds": secs, "rows_per_s": len(rows) / secs, "peak_mib": peak / 2**20,
                              "size_kib": len(pickle.dumps(model)) / 1024}  # fmt: skip
     for m, make in (("RGDSVC", lambda: RGDSVC(random_state=0, **chosen.get("RGDSVC", {}))),
+                    ("RGDSVC auto", lambda: RGDSVC(random_state=0, outlier_fraction="auto")),
                     ("LinearSVC", lambda: LinearSVC(loss="hinge", max_iter=20_000, **chosen.get("LinearSVC", {})))):  # fmt: skip
         make().fit(Xtr[:200], split.y_train[:200])  # warm-up (numba compilation)
         t0 = time.perf_counter()
@@ -418,7 +425,7 @@ def plot_sweep(sweep: dict[str, dict[float, list[dict]]], path: Path) -> None:
     cols = min(2, len(names))
     rows_n = math.ceil(len(names) / cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(6.2 * cols, 3.8 * rows_n), squeeze=False)
-    ours = {"RGD stream", "Coreset stream", "Ramp stream", "RGDSVC", "ORDI(LR)"}
+    ours = {"RGD stream", "RGD stream auto", "Coreset stream", "Ramp stream", "RGDSVC", "RGDSVC auto", "ORDI(LR)"}
     for ax, name in zip(axes.ravel(), names):
         flips = sorted(sweep[name])
         for m in METHODS:
@@ -483,8 +490,10 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
           "error % (mean ± sample sd over seeds); the best mean per row is bold. Streaming methods make one pass over "
           "the train split (River `StandardScaler` in front); batch methods fit the standardised train split.", ""]
     L += ["Methods and validation grids: "
-          "**RGD stream** = `RGDSVMClassifier` (outlier_fraction ∈ {0.1, 0.2, 0.3}); **Coreset stream** = "
-          "`CoresetSVMClassifier`; **Ramp stream** = `RampSVMClassifier` (s ∈ {-1, -0.5}); these three keep their "
+          "**RGD stream** = `RGDSVMClassifier` (outlier_fraction ∈ {0.1, 0.2, 0.3}); **RGD stream auto** = "
+          "`RGDSVMClassifier(outlier_fraction=\"auto\")` (no validation: it picks the fraction, and where the "
+          "wrong labels sit, on the stream); **Coreset stream** = "
+          "`CoresetSVMClassifier`; **Ramp stream** = `RampSVMClassifier` (s ∈ {-1, -0.5}); these learners keep their "
           "default window (1000) and coreset (500) and rebuild every min(250, max(20, n_train / 5)) rows, so that "
           "small data sets get at least 5 rebuilds; "
           + ("**ORDI(LR)** = `ORDIFilter(LogisticRegression)` (removal_fraction ∈ {0.1, 0.2}, grace_period "
@@ -492,7 +501,8 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
              else "ORDIFilter: not importable in this run, left out; ")
           + "**River LR / PA / ALMA / Perceptron** = River's `LogisticRegression`, `PAClassifier` (PA-I, "
           "C ∈ {1e-4, 1e-3, 1e-2, 0.1, 1}), `ALMAClassifier`, `Perceptron` (defaults otherwise); "
-          "**RGDSVC** = batch `RGDSVC` (outlier_fraction ∈ {0.1, 0.2, 0.3}); **LinearSVC** = scikit-learn "
+          "**RGDSVC** = batch `RGDSVC` (outlier_fraction ∈ {0.1, 0.2, 0.3}); **RGDSVC auto** = "
+          "`RGDSVC(outlier_fraction=\"auto\")` (no validation: an internal holdout of the noisy train labels); **LinearSVC** = scikit-learn "
           "`LinearSVC(loss='hinge')`, C ∈ {1e-3, 1e-2, 0.1, 1}; "
           + ("**cleanlab+LinearSVC** = `cleanlab.filter.find_label_issues` on 5-fold out-of-sample "
              "probabilities of scikit-learn `LogisticRegression`, flagged rows dropped, then LinearSVC with C "
@@ -510,14 +520,15 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
     L += ["", "Average rank over the data sets (1 = best): " + ", ".join(
         f"{m} {ranks[m]:.1f}" for m in sorted(METHODS, key=ranks.get)) + ".", ""]
     river_peers = [m for m in STREAM_METHODS if m.startswith("River")]
-    beats = [k for k in names if np.mean([r["RGD stream"]["error"] for r in main[k]])
-             < min(np.mean([r[m]["error"] for r in main[k]]) for m in river_peers)]  # fmt: skip
-    within = [k for k in names if np.mean([r["RGD stream"]["error"] for r in main[k]])
-              <= np.mean([r["RGDSVC"]["error"] for r in main[k]]) + 1.0]  # fmt: skip
-    L += [f"RGD stream below every River learner: {len(beats)}/{len(names)} data sets"
-          f"{' (not on: ' + ', '.join(sorted(set(names) - set(beats))) + ')' if len(beats) < len(names) else ''}. "
-          f"RGD stream within 1 point of batch RGDSVC: {len(within)}/{len(names)}"
-          f"{' (not on: ' + ', '.join(sorted(set(names) - set(within))) + ')' if len(within) < len(names) else ''}.", ""]  # fmt: skip
+    for ours, batch in (("RGD stream", "RGDSVC"), ("RGD stream auto", "RGDSVC auto")):
+        beats = [k for k in names if np.mean([r[ours]["error"] for r in main[k]])
+                 < min(np.mean([r[m]["error"] for r in main[k]]) for m in river_peers)]  # fmt: skip
+        within = [k for k in names if np.mean([r[ours]["error"] for r in main[k]])
+                  <= np.mean([r[batch]["error"] for r in main[k]]) + 1.0]  # fmt: skip
+        L += [f"{ours} below every River learner: {len(beats)}/{len(names)} data sets"
+              f"{' (not on: ' + ', '.join(sorted(set(names) - set(beats))) + ')' if len(beats) < len(names) else ''}. "
+              f"{ours} within 1 point of batch {batch}: {len(within)}/{len(names)}"
+              f"{' (not on: ' + ', '.join(sorted(set(names) - set(within))) + ')' if len(within) < len(names) else ''}.", ""]  # fmt: skip
     L += ["Prequential accuracy against the clean labels during the pass (streaming methods, %, mean over seeds):", ""]
     L += ["| dataset | " + " | ".join(STREAM_METHODS) + " |", "|" + "---|" * (len(STREAM_METHODS) + 1)]
     for k in names:

@@ -277,6 +277,72 @@ def test_auto_never_picks_a_fraction_that_discards_most_of_a_class():
     assert max(picks) <= 0.15, picks
 
 
+def _farthest_positives_flipped(n=3000, d=8, flip=0.15, seed=0):
+    """Adversarial one-sided flips (the report's protocol on generated data): the positives farthest
+    on the correct side are labelled negative. Rows in random order: (x, noisy label, clean label)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    X = rng.normal(size=(n, d))
+    score = X @ w
+    y = score > 0
+    noisy = y.copy()
+    noisy[np.argsort(-score)[: int(flip * n)]] = False
+    return [({f"f{j}": float(v) for j, v in enumerate(X[i])}, bool(noisy[i]), bool(y[i])) for i in rng.permutation(n)]
+
+
+def test_auto_finds_the_class_that_holds_one_sided_wrong_labels():
+    rows = _farthest_positives_flipped()
+    train, test = rows[:2400], rows[2400:]
+    auto = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=250, seed=0)
+    fixed = RGDSVMClassifier(outlier_fraction=0.2, rebuild_every=250, seed=0)
+    sides = []
+    for x, y, _ in train:
+        auto.learn_one(x, y)
+        fixed.learn_one(x, y)
+        if auto.n_rebuilds_ > len(sides):
+            sides.append(auto.flip_side_)
+    assert len(sides) == 9 and sides[-1] == "negative" and sides.count("negative") >= 7, sides
+
+    def accuracy(model):
+        return np.mean([model.predict_one(x) == y_clean for x, _, y_clean in test])
+
+    # the symmetric flip model discards most of the observed positives here (a near-constant model)
+    assert accuracy(fixed) < 0.8 and accuracy(auto) > 0.95, (accuracy(fixed), accuracy(auto))
+
+
+def test_auto_keeps_both_sides_under_uniform_flips():
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=250, seed=0)
+    sides = []
+    for x, y, _ in _noisy_stream(2400, d=8, seed=3):
+        model.learn_one(x, y)
+        if model.n_rebuilds_ > len(sides):
+            sides.append(model.flip_side_)
+    assert len(sides) == 9 and set(sides) == {"both"}, sides
+
+
+def test_the_side_of_auto_survives_copy_pickle_save_load_and_the_daemon_state(tmp_path):
+    import json
+
+    from robustream.daemon.state import decode_state, encode_state
+
+    stream = _farthest_positives_flipped(1400, seed=0)
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=200, rebuild_lag=60, window_size=400, seed=2)
+    _learn(model, stream[:1020])  # the rebuild started at row 1000 is pending
+    assert model._pending is not None and model.flip_side_ == "negative"
+    model.save(tmp_path / "side.json")
+    copies = [
+        copy.deepcopy(model), pickle.loads(pickle.dumps(model)), RGDSVMClassifier.load(tmp_path / "side.json"),
+        decode_state(json.loads(json.dumps(encode_state(model)))),
+    ]  # fmt: skip
+    applied = _learn(model, stream[1020:])
+    assert applied and applied[0] == 40
+    for c in copies:
+        assert c.flip_side_ == "negative"
+        assert _learn(c, stream[1020:]) == applied
+        assert c.weights == model.weights and c.flip_side_ == model.flip_side_
+        assert c._candidate_errors == model._candidate_errors
+
+
 def test_invalid_outlier_fraction_is_rejected():
     for bad in ("automatic", 0.5, -0.1, True):
         with pytest.raises(ValueError, match="outlier_fraction must be"):

@@ -13,35 +13,21 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .sketch import SKETCH_KINDS, JLSketch
-from .solver import INTERCEPT_RULES, POLISH_MODES, discards_most_of_a_class, per_class_outlier_fractions, solve
+from .solver import (
+    AUTO_SIDE_MARGIN,
+    AUTO_SIDES,
+    INTERCEPT_RULES,
+    POLISH_MODES,
+    discards_most_of_a_class,
+    per_class_outlier_fractions,
+    pick_flip_side,
+    side_outlier_fractions,
+    solve,
+)
+
+__all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
 
 AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
-# where "auto" may put the wrong labels of a two-class problem: both classes (the uniform-flip model of
-# per_class_outlier_fractions), only the observed negatives (positives flipped to the negative class)
-# or only the observed positives. "both" comes first: it wins every tie.
-AUTO_SIDES = ("both", "negative", "positive")
-# a one-sided variant replaces the symmetric one only if it leaves clearly fewer misclassified inliers
-AUTO_SIDE_MARGIN = 0.25
-
-
-def side_outlier_fractions(flip_rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
-    """Per-class fractions (positive, negative) that put ``flip_rate * n`` wrong labels on ``side``.
-
-    ``"both"`` is the uniform-flip model; ``"negative"`` / ``"positive"`` assume every wrong label sits
-    in that observed class (one-sided or adversarial flips), so all three discard about as many rows.
-
-    >>> [round(g, 3) for g in side_outlier_fractions(0.15, "negative", 400, 600)]
-    [0.0, 0.25]
-    """
-    if side == "both":
-        return per_class_outlier_fractions(flip_rate, n_pos, n_neg, "binary")
-    n = n_pos + n_neg
-    if side == "negative":
-        return 0.0, min(flip_rate * n / max(n_neg, 1), 0.95)
-    if side == "positive":
-        return min(flip_rate * n / max(n_pos, 1), 0.95), 0.0
-    raise ValueError(f"side must be one of {AUTO_SIDES}, got {side!r}")
-
 
 class RGDSVC(ClassifierMixin, BaseEstimator):
     """Linear SVM with explicit outlier removal: RGD-tree search, convex polish, trim and refit.
@@ -302,13 +288,9 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         return side_outlier_fractions(rate, side, n_pos, y.size - n_pos)
 
     def _pick_side(self, probe, X, y, rate, seed) -> str | None:
-        """Where ``rate * n`` wrong labels most likely sit, from fits on all rows.
-
-        Variants that would discard more than half of an observed class are skipped (such a class
-        would mostly hold the other one). A one-sided variant replaces the symmetric one if it
-        leaves fewer than ``1 - AUTO_SIDE_MARGIN`` times as many inliers on the wrong side of its
-        own hyperplane (noisy labels), or, when the symmetric one leaves none, none and a wider
-        slab; the better one-sided by (errors, -width). None if no variant is left.
+        """Where ``rate * n`` wrong labels most likely sit, from fits on all rows: the variants that
+        would not discard more than half of an observed class (such a class would mostly hold the
+        other one) are compared by :func:`robustream.solver.pick_flip_side`. None if no variant is left.
         """
         n_pos = int((y == self.classes_[1]).sum())
         n_neg = y.size - n_pos
@@ -322,15 +304,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             sol = probe.solutions_[0]
             margins = y_pm * (np.asarray(X @ sol.coef).ravel() + sol.intercept)
             keys[side] = (int(np.sum((margins <= 0.0) & ~sol.outlier_mask)), -sol.margin_width)
-        one_sided = [(keys[side], side) for side in AUTO_SIDES[1:] if side in keys]
-        if "both" not in keys:
-            return min(one_sided)[1] if one_sided else None
-        errors, width = keys["both"]
-        better = [
-            (key, side) for key, side in one_sided
-            if (key[0] < (1.0 - AUTO_SIDE_MARGIN) * errors if errors > 0 else key < (0, width))
-        ]
-        return min(better)[1] if better else "both"
+        return pick_flip_side(keys)
 
     # -- prediction -----------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:

@@ -105,6 +105,59 @@ def discards_most_of_a_class(fractions: tuple[float, float], n_pos: int, n_neg: 
     ) > 0.5
 
 
+
+# where "auto" may put the wrong labels of a two-class problem: both classes (the uniform-flip model of
+# per_class_outlier_fractions), only the observed negatives (positives flipped to the negative class)
+# or only the observed positives. "both" comes first: it wins every tie.
+AUTO_SIDES = ("both", "negative", "positive")
+# a one-sided variant replaces the symmetric one only if it leaves clearly fewer misclassified inliers
+AUTO_SIDE_MARGIN = 0.25
+
+
+def side_outlier_fractions(flip_rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
+    """Per-class fractions (positive, negative) that put ``flip_rate * n`` wrong labels on ``side``.
+
+    ``"both"`` is the uniform-flip model; ``"negative"`` / ``"positive"`` assume every wrong label sits
+    in that observed class (one-sided or adversarial flips), so all three discard about as many rows.
+
+    >>> [round(g, 3) for g in side_outlier_fractions(0.15, "negative", 400, 600)]
+    [0.0, 0.25]
+    """
+    if side == "both":
+        return per_class_outlier_fractions(flip_rate, n_pos, n_neg, "binary")
+    n = n_pos + n_neg
+    if side == "negative":
+        return 0.0, min(flip_rate * n / max(n_neg, 1), 0.95)
+    if side == "positive":
+        return min(flip_rate * n / max(n_pos, 1), 0.95), 0.0
+    raise ValueError(f"side must be one of {AUTO_SIDES}, got {side!r}")
+
+
+def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
+    """The side rule of ``"auto"``: where the wrong labels most likely sit, given for each side of
+    :data:`AUTO_SIDES` that was fitted ``(inliers on the wrong side of the fit's own hyperplane, -margin
+    width)``.
+
+    A one-sided variant replaces the symmetric one if it leaves fewer than ``1 - AUTO_SIDE_MARGIN``
+    times as many misclassified inliers, or, when the symmetric one leaves none, none and a wider
+    slab; the better one-sided by (errors, -width). Without a symmetric fit, the better one-sided;
+    None if nothing was fitted.
+
+    >>> pick_flip_side({"both": (40, -0.1), "negative": (12, -0.3), "positive": (50, -0.1)})
+    'negative'
+    >>> pick_flip_side({"both": (40, -0.1), "negative": (35, -0.3)})
+    'both'
+    """
+    one_sided = [(keys[side], side) for side in AUTO_SIDES[1:] if side in keys]
+    if "both" not in keys:
+        return min(one_sided)[1] if one_sided else None
+    errors, width = keys["both"]
+    better = [
+        (key, side) for key, side in one_sided
+        if (key[0] < (1.0 - AUTO_SIDE_MARGIN) * errors if errors > 0 else key < (0, width))
+    ]  # fmt: skip
+    return min(better)[1] if better else "both"
+
 def _gram(X) -> np.ndarray:
     if sp.issparse(X):
         return np.asarray((X @ X.T).toarray())

@@ -8,11 +8,20 @@ import numpy as np
 
 from ..batch import AUTO_FRACTIONS
 from ..sketch import JLSketch
-from ..solver import discards_most_of_a_class, per_class_outlier_fractions, solve
+from ..solver import (
+    AUTO_SIDES,
+    discards_most_of_a_class,
+    per_class_outlier_fractions,
+    pick_flip_side,
+    side_outlier_fractions,
+    solve,
+)
 from .base import RebuildingLinearClassifier, _decode_row, _encode_row, sparse_dot
 
 # fraction used by the first "auto" rebuild, before any candidate has been scored (the fixed default)
 _AUTO_START = 0.2
+# "auto" re-decides where the wrong labels sit at the first two rebuilds and every this many after
+_SIDE_CHECK_EVERY = 4
 
 
 class RGDSVMClassifier(RebuildingLinearClassifier):
@@ -42,7 +51,11 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         leaving out fractions that would discard more than half of an observed class (a
         near-constant model: under one-sided flips the symmetric flip model asks for that). The
         current pick is ``outlier_fraction_``; it follows a change of the noise rate within about
-        one window.
+        one window. With ``noise_model="binary"``, ``"auto"`` also decides where the wrong labels sit
+        (``flip_side_``: both classes, or only the observed negatives or positives, as after
+        one-sided or adversarial flips): the first two rebuilds and every fourth one after also solve
+        the other two sides at the picked fraction and apply the batch estimator's side rule
+        (:func:`robustream.solver.pick_flip_side`) — 8 solves instead of 6 for those rebuilds.
     window_size, coreset_size, rebuild_every
         Rows kept from the recent stream, rows kept from past solutions, and rebuild period.
     rebuild_lag
@@ -76,6 +89,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     ----------
     outlier_fraction_
         The outlier fraction of the current model (the pick of ``"auto"``).
+    flip_side_
+        Where ``"auto"`` puts the wrong labels: ``"both"`` classes (also for a fixed fraction),
+        ``"negative"`` or ``"positive"`` (the observed class holding them).
     weights, intercept_, margin_width_, outlier_rate_, n_rebuilds_
         Model, slab width and share of the last rebuild's rows discarded, rebuild count.
 
@@ -125,6 +141,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self._check_params()
         self._init_state()
         self.outlier_fraction_ = _AUTO_START if outlier_fraction == "auto" else outlier_fraction
+        self.flip_side_ = "both"
         # "auto": weights and intercept of the model of each fraction, and their forgetful error rates
         self._candidates: list[tuple[dict, float]] = []
         self._candidate_errors = [0.0] * len(AUTO_FRACTIONS)
@@ -141,13 +158,13 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     def _fit_context(self, n_pos: int, n_neg: int) -> dict:
         # the tree of a rebuild is rooted at the previous solution of its fraction (once there is one)
         if self.outlier_fraction != "auto":
-            return {"fractions": [self.outlier_fraction], "previous": [self._previous(self.weights)]}
+            fractions = per_class_outlier_fractions(self.outlier_fraction, n_pos, n_neg, self.noise_model)
+            return {"fractions": [fractions], "previous": [self._previous(self.weights)]}
+        side = self.flip_side_
+        per_class = [self._side_fractions(r, side, n_pos, n_neg) for r in AUTO_FRACTIONS]
         # fractions that would discard most of a class are solved (their errors keep being tracked)
         # but not picked: such a model is near-constant
-        usable = [
-            not discards_most_of_a_class(per_class_outlier_fractions(r, n_pos, n_neg, self.noise_model), n_pos, n_neg)
-            for r in AUTO_FRACTIONS
-        ]
+        usable = [not discards_most_of_a_class(f, n_pos, n_neg) for f in per_class]
         fraction = self.outlier_fraction_
         if self._candidates:  # the lowest error among the fractions usable at the last rebuild and now
             ok = [a and b for a, b in zip(self._candidate_usable, usable)]
@@ -158,7 +175,18 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         if not usable[AUTO_FRACTIONS.index(fraction)] and any(usable):
             fraction = AUTO_FRACTIONS[usable.index(True)]
         previous = [w for w, _ in self._candidates] or [self._previous(self.weights)] * len(AUTO_FRACTIONS)
-        return {"fractions": list(AUTO_FRACTIONS), "previous": previous, "pick": fraction, "usable": usable}
+        context = {"fractions": per_class, "previous": previous, "pick": fraction, "usable": usable, "side": side}
+        if self.noise_model == "binary" and (self.n_rebuilds_ < 2 or self.n_rebuilds_ % _SIDE_CHECK_EVERY == 0):
+            # the other sides at the picked fraction, for the side rule
+            others = [(s, side_outlier_fractions(fraction, s, n_pos, n_neg)) for s in AUTO_SIDES if s != side]
+            # pairs, not a dict: a pending rebuild's context is checkpointed as JSON
+            context["other_sides"] = [(s, f) for s, f in others if not discards_most_of_a_class(f, n_pos, n_neg)]
+        return context
+
+    def _side_fractions(self, rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
+        if side == "both":
+            return per_class_outlier_fractions(rate, n_pos, n_neg, self.noise_model)
+        return side_outlier_fractions(rate, side, n_pos, n_neg)
 
     def _previous(self, weights: dict) -> dict | None:
         # before the first rebuild the weights are the passive-aggressive warm start, not a point of the
@@ -167,25 +195,44 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
 
     def _fit_rows(self, X, signs, features, context, seed):
         fits = []
-        for r, w in zip(context["fractions"], context["previous"]):
-            warm = None if w is None else np.fromiter((w.get(f, 0.0) for f in features), np.float64, len(features))
-            fits.append(self._solve_at(X, signs, r, warm, context.get("polish_start"), seed))
+        for fractions, w in zip(context["fractions"], context["previous"]):
+            fits.append(self._solve_at(X, signs, fractions, self._warm(w, features), context.get("polish_start"), seed))
         if self.outlier_fraction != "auto":
             return fits[0]
+        pick = AUTO_FRACTIONS.index(context["pick"])
+        fit = fits[pick]
+        if "other_sides" in context:
+            keys = {context["side"]: _side_key(X, signs, fit)} if context["usable"][pick] else {}
+            side_fits = {context["side"]: fit}
+            warm = self._warm(context["previous"][pick], features)
+            for side, fractions in context["other_sides"]:
+                side_fits[side] = self._solve_at(X, signs, fractions, warm, context.get("polish_start"), seed)
+                keys[side] = _side_key(X, signs, side_fits[side])
+            side = pick_flip_side(keys) or context["side"]
+            context["new_side"] = side
+            fit = side_fits[side]
         context["candidates"] = [
-            ({f: float(v) for f, v in zip(features, fit[0]) if v != 0.0}, float(fit[1])) for fit in fits
+            ({f: float(v) for f, v in zip(features, c[0]) if v != 0.0}, float(c[1])) for c in fits
         ]
-        return fits[context["fractions"].index(context["pick"])]
+        if context.get("new_side", context["side"]) != context["side"]:
+            # the pick's candidate is the model of the new side; the others change side next rebuild
+            context["candidates"][pick] = ({f: float(v) for f, v in zip(features, fit[0]) if v != 0.0}, float(fit[1]))
+        return fit
+
+    @staticmethod
+    def _warm(weights: dict | None, features: list) -> np.ndarray | None:
+        if weights is None:
+            return None
+        return np.fromiter((weights.get(f, 0.0) for f in features), np.float64, len(features))
 
     def _after_fit(self, context: dict) -> None:
         if "candidates" in context:
             self.outlier_fraction_ = context["pick"]
             self._candidates = context["candidates"]
             self._candidate_usable = context["usable"]
+            self.flip_side_ = context.get("new_side", context["side"])
 
-    def _solve_at(self, X, signs, outlier_fraction: float, warm_start, polish_start, seed: int):
-        n_pos = int((signs > 0).sum())
-        fractions = per_class_outlier_fractions(outlier_fraction, n_pos, signs.size - n_pos, self.noise_model)
+    def _solve_at(self, X, signs, fractions: tuple[float, float], warm_start, polish_start, seed: int):
         sketch = None
         if self.sketch_dim is not None:
             sketch = JLSketch(self.sketch_dim, self.sketch, seed=self.seed, hash_nnz=min(4, self.sketch_dim))
@@ -222,6 +269,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         return {
             **super()._state(),
             "outlier_fraction_": self.outlier_fraction_,
+            "flip_side": self.flip_side_,
             "candidates": [[_encode_row(w), b] for w, b in self._candidates],
             "candidate_errors": list(self._candidate_errors),
             "candidate_usable": list(self._candidate_usable),
@@ -231,6 +279,14 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         super()._set_state(st)
         # files written before "auto" existed have no candidates
         self.outlier_fraction_ = st.get("outlier_fraction_", self.outlier_fraction_)
+        self.flip_side_ = st.get("flip_side", "both")
         self._candidates = [(_decode_row(w), b) for w, b in st.get("candidates", [])]
         self._candidate_errors = list(st.get("candidate_errors", self._candidate_errors))
         self._candidate_usable = list(st.get("candidate_usable", self._candidate_usable))
+
+
+def _side_key(X, signs: np.ndarray, fit) -> tuple[int, float]:
+    """What the side rule compares: (inliers on the wrong side of the fit's hyperplane, -margin width)."""
+    coef, intercept, outlier_mask, _, width, _ = fit
+    margins = signs * (np.asarray(X @ coef).ravel() + intercept)
+    return int(np.sum((margins <= 0.0) & ~outlier_mask)), -float(width)
