@@ -96,3 +96,61 @@ def test_solve_and_learner_rebuilds_run_single_threaded(two_blas_threads, monkey
         model.learn_one({"a": row[0], "b": row[1], "c": row[2]}, label > 0)
     assert model.n_rebuilds_ >= 1 and seen and all(s == {1} for s in seen)
     assert set(blas_threads()) == {2}
+
+
+def test_a_count_changed_during_a_solve_is_not_overwritten(two_blas_threads):
+    """A user's own limit around a stream (as scikit-learn sets internally) ends while a background
+    rebuild that started inside it still runs: the rebuild's end must not put the limit back."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 20))
+    y = X @ rng.normal(size=20) > 0
+    model = RGDSVMClassifier(rebuild_every=1000, window_size=2000, rebuild_lag=1000, seed=0)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for i in range(2000):
+            model.learn_one({j: X[i, j] for j in range(20)}, bool(y[i]))
+        assert model._pending is not None
+    assert set(blas_threads()) == {2}
+    model._pending["future"].result()
+    assert set(blas_threads()) == {2}
+
+
+def test_libraries_with_a_count_per_thread_are_limited_in_every_solving_thread(monkeypatch):
+    """MKL and OpenMP-built OpenBLAS keep one count per thread: each solving thread sets and restores its own."""
+    import robustream.blas as blas
+
+    class PerThreadCount:  # a stand-in: a thread-local count, 2 in every thread by default
+        def __init__(self):
+            self._count = threading.local()
+
+        @property
+        def num_threads(self):
+            return getattr(self._count, "n", 2)
+
+        def set_num_threads(self, n):
+            self._count.n = n
+
+    library = PerThreadCount()
+    monkeypatch.setattr(blas, "_libraries", ([], [library]))
+    main_in, other_in, main_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def other():
+        main_in.wait(5)
+        with single_threaded_blas():
+            seen["other thread in its solve"] = library.num_threads
+            other_in.set()
+            main_out.wait(5)
+        seen["other thread after"] = library.num_threads
+
+    t = threading.Thread(target=other)
+    t.start()
+    with single_threaded_blas():
+        seen["main thread in its solve"] = library.num_threads
+        main_in.set()
+        other_in.wait(5)
+    main_out.set()
+    t.join(10)
+    assert seen == {"main thread in its solve": 1, "other thread in its solve": 1, "other thread after": 2}
+    assert library.num_threads == 2

@@ -453,3 +453,39 @@ def test_a_forked_child_finishes_the_pending_rebuild_itself():
     _learn(model, stream[610:])
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0 and model.n_rebuilds_ == 3
+
+
+def test_models_written_before_flip_side_existed_keep_learning(tmp_path):
+    """A pickle or daemon state without flip_side_, and a pending rebuild whose context holds plain
+    rates (the format before per-class pairs), continue without errors."""
+    import json
+
+    from robustream.daemon.state import decode_state, encode_state
+
+    stream = list(_noisy_stream(1000, seed=11))
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=200, rebuild_lag=100, window_size=400, seed=0)
+    _learn(model, stream[:650])
+    assert model._pending is not None
+    context = model._pending["context"]
+    context["fractions"] = list(AUTO_FRACTIONS)  # the old format: rates, no side
+    for key in ("side", "other_sides"):
+        context.pop(key, None)
+    del model.__dict__["flip_side_"]
+    for old in (pickle.loads(pickle.dumps(model)), decode_state(json.loads(json.dumps(encode_state(model))))):
+        before = old.n_rebuilds_
+        _learn(old, stream[650:])
+        assert old.n_rebuilds_ == before + 2 and old.n_failed_rebuilds_ == model.n_failed_rebuilds_
+        assert old.flip_side_ in ("both", "negative", "positive")
+
+
+def test_auto_never_puts_the_wrong_labels_in_a_class_too_small_to_hold_them():
+    # a rare class of 2-7 buffered rows, no wrong labels: a one-sided variant there would call half of it wrong
+    rng = np.random.default_rng(8)
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=60, window_size=200, coreset_size=50, seed=8)
+    sides = set()
+    for _ in range(1500):
+        x = rng.normal(size=4)
+        y = bool(rng.random() < 0.01)
+        model.learn_one({f"f{j}": float(v + y) for j, v in enumerate(x)}, y)
+        sides.add(model.flip_side_)
+    assert model.n_rebuilds_ > 10 and sides == {"both"}, sides

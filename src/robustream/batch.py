@@ -22,6 +22,7 @@ from .solver import (
     per_class_outlier_fractions,
     pick_flip_side,
     side_outlier_fractions,
+    side_overflows,
     solve,
 )
 
@@ -298,7 +299,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         keys = {}
         for side in AUTO_SIDES:
             g_pos, g_neg = side_outlier_fractions(rate, side, n_pos, n_neg)
-            if discards_most_of_a_class((g_pos, g_neg), n_pos, n_neg):
+            if discards_most_of_a_class((g_pos, g_neg), n_pos, n_neg) or side_overflows(rate, side, n_pos, n_neg):
                 continue
             probe._fit_models(X, y, self._side_fraction(y, rate, side), seed)
             sol = probe.solutions_[0]

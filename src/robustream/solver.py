@@ -146,6 +146,19 @@ def side_outlier_fractions(flip_rate: float, side: str, n_pos: int, n_neg: int) 
     raise ValueError(f"side must be one of {AUTO_SIDES}, got {side!r}")
 
 
+
+def side_overflows(flip_rate: float, side: str, n_pos: int, n_neg: int) -> bool:
+    """True when the observed class ``side`` cannot hold ``flip_rate * n`` wrong labels without more
+    than half of its rows being wrong. :func:`side_outlier_fractions` caps a fraction at 0.95, which
+    on a class of two rows discards only one of them and would not look like "most of the class".
+
+    >>> side_overflows(0.05, "positive", 2, 208), side_overflows(0.05, "negative", 2, 208)
+    (True, False)
+    """
+    if side == "both":
+        return False
+    return flip_rate * (n_pos + n_neg) > 0.5 * (n_neg if side == "negative" else n_pos)
+
 def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     """The side rule of ``"auto"``: where the wrong labels most likely sit, given for each side of
     :data:`AUTO_SIDES` that was fitted ``(inliers on the wrong side of the fit's own hyperplane, -margin

@@ -14,6 +14,7 @@ from ..solver import (
     per_class_outlier_fractions,
     pick_flip_side,
     side_outlier_fractions,
+    side_overflows,
     solve,
 )
 from .base import RebuildingLinearClassifier, _decode_row, _encode_row, sparse_dot
@@ -192,13 +193,22 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             # the other sides at the picked fraction, for the side rule
             others = [(s, side_outlier_fractions(fraction, s, n_pos, n_neg)) for s in AUTO_SIDES if s != side]
             # pairs, not a dict: a pending rebuild's context is checkpointed as JSON
-            context["other_sides"] = [(s, f) for s, f in others if not discards_most_of_a_class(f, n_pos, n_neg)]
+            current = per_class[AUTO_FRACTIONS.index(fraction)]
+            context["other_sides"] = [
+                (s, f) for s, f in others
+                if f != current and not discards_most_of_a_class(f, n_pos, n_neg)
+                and not side_overflows(fraction, s, n_pos, n_neg)
+            ]  # fmt: skip
         return context
 
     def _side_fractions(self, rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
         if side == "both":
             return per_class_outlier_fractions(rate, n_pos, n_neg, self.noise_model)
         return side_outlier_fractions(rate, side, n_pos, n_neg)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.__dict__.setdefault("flip_side_", "both")  # pickles and daemon states written before it existed
 
     def _previous(self, weights: dict) -> dict | None:
         # before the first rebuild the weights are the passive-aggressive warm start, not a point of the
@@ -207,7 +217,11 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
 
     def _fit_rows(self, X, signs, features, context, seed):
         fits = []
+        context.setdefault("side", "both")  # a pending rebuild written before flip_side_ existed
+        n_pos = int((signs > 0).sum())
         for fractions, w in zip(context["fractions"], context["previous"]):
+            if not isinstance(fractions, (list, tuple)):  # ... or before the context held per-class pairs
+                fractions = per_class_outlier_fractions(fractions, n_pos, signs.size - n_pos, self.noise_model)
             fits.append(self._solve_at(X, signs, fractions, self._warm(w, features), context.get("polish_start"), seed))
         if self.outlier_fraction != "auto":
             return fits[0]
@@ -242,7 +256,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             self.outlier_fraction_ = context["pick"]
             self._candidates = context["candidates"]
             self._candidate_usable = context["usable"]
-            self.flip_side_ = context.get("new_side", context["side"])
+            self.flip_side_ = context.get("new_side", context.get("side", "both"))
 
     def _solve_at(self, X, signs, fractions: tuple[float, float], warm_start, polish_start, seed: int):
         sketch = None
