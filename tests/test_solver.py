@@ -110,21 +110,6 @@ def test_per_class_fractions_follow_the_flip_model():
     assert per_class_outlier_fractions(0.0, 10, 10) == (0.0, 0.0)
 
 
-def test_class_shares_that_uniform_flips_cannot_give_get_the_one_sided_model():
-    # uniform flips at r leave each observed class a share >= r; at or below it the symmetric model
-    # would discard (nearly) the whole rare class
-    for n_pos, n_neg, r in ((100, 900, 0.1), (100, 900, 0.3), (900, 100, 0.2)):
-        g_pos, g_neg = per_class_outlier_fractions(r, n_pos, n_neg)
-        wrong = r * (n_pos + n_neg)
-        if n_pos < n_neg:
-            assert g_pos == 0.0 and g_neg == pytest.approx(wrong / n_neg)
-        else:
-            assert g_neg == 0.0 and g_pos == pytest.approx(wrong / n_pos)
-    # just above r the uniform-flip model holds (w8a-like: most observed positives are flipped negatives)
-    g_pos, g_neg = per_class_outlier_fractions(0.1, 110, 890)
-    assert g_pos > 0.8 and 0.0 < g_neg < 0.01
-
-
 def _oracle_instance(rng):
     d = int(rng.choice([2, 3, 5]))
     n_pos, n_neg = int(rng.integers(5, 8)), int(rng.integers(5, 8))

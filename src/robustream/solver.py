@@ -75,13 +75,6 @@ def per_class_outlier_fractions(
     [0.15, 0.15]
     >>> [round(g, 3) for g in per_class_outlier_fractions(0.2, 100, 900, noise_model="one_vs_rest")]
     [0.2, 0.022]
-
-    Uniform flips leave each observed class a share of at least ``r``; a smaller share (a class that
-    lost rows to one-sided flips, or a rate that is too high) gets the one-sided model instead:
-    the ``r n`` wrong labels in the larger observed class (see :func:`side_outlier_fractions`).
-
-    >>> [round(g, 3) for g in per_class_outlier_fractions(0.2, 100, 900)]
-    [0.0, 0.222]
     """
     if noise_model not in ("binary", "one_vs_rest"):
         raise ValueError(f"noise_model must be 'binary' or 'one_vs_rest', got {noise_model!r}")
@@ -92,12 +85,6 @@ def per_class_outlier_fractions(
     pi_obs = n_pos / n
     if noise_model == "one_vs_rest":
         return min(r, 0.95), min(r * pi_obs / max(1.0 - pi_obs, 1e-12), 0.95)
-    if min(pi_obs, 1.0 - pi_obs) <= r < 0.5:
-        # uniform flips leave every observed class a share of at least r, so these labels were not
-        # flipped uniformly at rate r: one-sidedly (the rare class lost rows to the other), or the
-        # rate is wrong. The model would discard (nearly) the whole rare class; put the r n wrong
-        # labels in the larger observed class instead.
-        return side_outlier_fractions(r, "negative" if pi_obs <= r else "positive", n_pos, n_neg)
     pi = (pi_obs - r) / (1.0 - 2.0 * r) if r < 0.5 else 0.5
     pi = min(max(pi, 1.0 / n), 1.0 - 1.0 / n)
     g_pos = r * (1.0 - pi) / max(pi_obs, 1e-12)
