@@ -64,7 +64,8 @@ class single_threaded_blas(ContextDecorator):
     """Context manager and decorator: BLAS limited to one thread inside (re-entrant, thread-safe).
 
     When the last solve ends, a process-wide count is put back only if it still reads 1: a count
-    someone else changed meanwhile is theirs.
+    someone else changed meanwhile is theirs (and a solve that starts after such a change limits
+    it again, then puts the changed count back).
     """
 
     def __enter__(self) -> "single_threaded_blas":
@@ -73,7 +74,10 @@ class single_threaded_blas(ContextDecorator):
         with _lock:
             if _depth == 0:
                 _original = [library.num_threads for library in process_wide]
-                for library in process_wide:
+            for i, library in enumerate(process_wide):
+                n = library.num_threads
+                if n != 1:  # first solve, or someone changed the count during a running one: theirs now
+                    _original[i] = n
                     _set_threads(library, 1)
             _depth += 1
         depth = getattr(_local, "depth", 0)
