@@ -21,6 +21,7 @@ from .solver import (
     discards_most_of_a_class,
     per_class_outlier_fractions,
     pick_flip_side,
+    side_key,
     side_outlier_fractions,
     side_overflows,
     solve,
@@ -303,8 +304,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 continue
             probe._fit_models(X, y, self._side_fraction(y, rate, side), seed)
             sol = probe.solutions_[0]
-            margins = y_pm * (np.asarray(X @ sol.coef).ravel() + sol.intercept)
-            keys[side] = (int(np.sum((margins <= 0.0) & ~sol.outlier_mask)), -sol.margin_width)
+            keys[side] = side_key(X, y_pm, sol.coef, sol.intercept, sol.outlier_mask, sol.margin_width)
         return pick_flip_side(keys)
 
     # -- prediction -----------------------------------------------------------------------------

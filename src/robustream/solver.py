@@ -146,6 +146,14 @@ def side_overflows(flip_rate: float, side: str, n_pos: int, n_neg: int) -> bool:
         return False
     return flip_rate * (n_pos + n_neg) > 0.5 * (n_neg if side == "negative" else n_pos)
 
+
+def side_key(X, sign: np.ndarray, coef: np.ndarray, intercept: float, outlier_mask: np.ndarray,
+             margin_width: float) -> tuple[int, float]:
+    """What :func:`pick_flip_side` compares for one fitted side: (inliers on the wrong side of the
+    fit's own hyperplane, -margin width)."""
+    margins = sign * (np.asarray(X @ coef).ravel() + intercept)
+    return int(np.sum((margins <= 0.0) & ~outlier_mask)), -float(margin_width)
+
 def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     """The side rule of ``"auto"``: where the wrong labels most likely sit, given for each side of
     :data:`AUTO_SIDES` that was fitted ``(inliers on the wrong side of the fit's own hyperplane, -margin

@@ -13,6 +13,7 @@ from ..solver import (
     discards_most_of_a_class,
     per_class_outlier_fractions,
     pick_flip_side,
+    side_key,
     side_outlier_fractions,
     side_overflows,
     solve,
@@ -228,21 +229,24 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         pick = AUTO_FRACTIONS.index(context["pick"])
         fit = fits[pick]
         if "other_sides" in context:
-            keys = {context["side"]: _side_key(X, signs, fit)} if context["usable"][pick] else {}
+            def key(f):  # f = (coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)
+                return side_key(X, signs, f[0], f[1], f[2], f[4])
+
+            keys = {context["side"]: key(fit)} if context["usable"][pick] else {}
             side_fits = {context["side"]: fit}
             warm = self._warm(context["previous"][pick], features)
             for side, fractions in context["other_sides"]:
                 side_fits[side] = self._solve_at(X, signs, fractions, warm, context.get("polish_start"), seed)
-                keys[side] = _side_key(X, signs, side_fits[side])
+                keys[side] = key(side_fits[side])
             side = pick_flip_side(keys) or context["side"]
             context["new_side"] = side
             fit = side_fits[side]
+        # the pick's candidate is the model kept (of the new side, if the side changed; the other
+        # candidates change side at the next rebuild)
+        fits[pick] = fit
         context["candidates"] = [
             ({f: float(v) for f, v in zip(features, c[0]) if v != 0.0}, float(c[1])) for c in fits
         ]
-        if context.get("new_side", context["side"]) != context["side"]:
-            # the pick's candidate is the model of the new side; the others change side next rebuild
-            context["candidates"][pick] = ({f: float(v) for f, v in zip(features, fit[0]) if v != 0.0}, float(fit[1]))
         return fit
 
     @staticmethod
@@ -312,10 +316,3 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self._candidates = [(_decode_row(w), b) for w, b in st.get("candidates", [])]
         self._candidate_errors = list(st.get("candidate_errors", self._candidate_errors))
         self._candidate_usable = list(st.get("candidate_usable", self._candidate_usable))
-
-
-def _side_key(X, signs: np.ndarray, fit) -> tuple[int, float]:
-    """What the side rule compares: (inliers on the wrong side of the fit's hyperplane, -margin width)."""
-    coef, intercept, outlier_mask, _, width, _ = fit
-    margins = signs * (np.asarray(X @ coef).ravel() + intercept)
-    return int(np.sum((margins <= 0.0) & ~outlier_mask)), -float(width)
