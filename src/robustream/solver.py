@@ -105,7 +105,6 @@ def discards_most_of_a_class(fractions: tuple[float, float], n_pos: int, n_neg: 
     ) > 0.5
 
 
-
 # where "auto" may put the wrong labels of a two-class problem: both classes (the uniform-flip model of
 # per_class_outlier_fractions), only the observed negatives (positives flipped to the negative class)
 # or only the observed positives. "both" comes first: it wins every tie.
