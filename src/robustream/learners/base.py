@@ -13,6 +13,7 @@ import numpy as np
 from river import base
 
 from .. import persist
+from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
 
 
@@ -179,6 +180,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             context["polish_start"] = np.array([weight.get(id(item), 0.0) for item in rows])
         return {"rows": rows, "signs": signs, "context": context, "seed": self.seed + self.n_rebuilds_}
 
+    @single_threaded_blas()
     def _compute(self, snapshot: dict):
         """The solve of a snapshot: ``(features, X, fit, context)``; ``fit`` is None when the rows cannot
         be solved."""
