@@ -18,9 +18,6 @@ def blas_threads() -> list[int]:
 @pytest.fixture
 def two_blas_threads():
     """BLAS at 2 threads for the test (CI may start with 1), restored afterwards."""
-    from robustream.learners.base import _background
-
-    _background().submit(int).result()  # background rebuilds left by earlier tests have ended
     controller = ThreadpoolController()
     if not controller.select(user_api="blas").lib_controllers:
         pytest.fail("no BLAS library found: numpy should have loaded one")
@@ -91,27 +88,73 @@ def test_solve_and_learner_rebuilds_run_single_threaded(two_blas_threads, monkey
     assert set(blas_threads()) == {2}
 
     seen.clear()
-    model = RGDSVMClassifier(rebuild_every=50, window_size=100, coreset_size=50, rebuild_lag=10, seed=0)
+    model = RGDSVMClassifier(rebuild_every=50, window_size=100, coreset_size=50, seed=0)
     for row, label in zip(X, y):
         model.learn_one({"a": row[0], "b": row[1], "c": row[2]}, label > 0)
     assert model.n_rebuilds_ >= 1 and seen and all(s == {1} for s in seen)
     assert set(blas_threads()) == {2}
 
 
-def test_a_count_changed_during_a_solve_is_not_overwritten(two_blas_threads):
-    """A user's own limit around a stream (as scikit-learn sets internally) ends while a background
-    rebuild that started inside it still runs: the rebuild's end must not put the limit back."""
+def threads_seen_by_a_solve() -> tuple[list, list]:
+    """(BLAS counts seen inside a learner's solve, counts after it), with 2 threads set before."""
     from threadpoolctl import threadpool_limits
 
+    seen = []
+    mdm = solver_module.mdm_gram
+
+    def recording(*args):
+        seen.append(sorted(set(blas_threads())))
+        return mdm(*args)
+
+    solver_module.mdm_gram = recording
+    try:
+        with threadpool_limits(limits=2, user_api="blas"):
+            rng = np.random.default_rng(0)
+            X = np.r_[rng.normal(1, 1, (40, 3)), rng.normal(-1, 1, (40, 3))]
+            y = np.r_[np.ones(40), -np.ones(40)]
+            fit, _ = RGDSVMClassifier(seed=0)._solve(X, y, ["a", "b", "c"], {"fractions": [(0.2, 0.2)], "previous": [None]}, 0)
+            assert fit is not None
+            return seen, sorted(set(blas_threads()))
+    finally:
+        solver_module.mdm_gram = mdm
+
+
+def test_the_rebuild_worker_process_solves_single_threaded_too():
+    from robustream.learners.rebuild_worker import solve_worker
+
+    worker = solve_worker()
+    seen, after = worker.submit(threads_seen_by_a_solve).result(timeout=120)
+    assert seen and all(s == [1] for s in seen)
+    assert after == [2]
+
+
+def test_a_count_changed_during_a_solve_is_not_overwritten(two_blas_threads, monkeypatch):
+    """A user's own limit (as scikit-learn sets internally) ends while a rebuild that started inside
+    it still runs in another of the user's threads: the rebuild's end must not put the limit back."""
+    from threadpoolctl import threadpool_limits
+
+    entered, release = threading.Event(), threading.Event()
+    mdm = solver_module.mdm_gram
+
+    def held(*args):
+        entered.set()
+        release.wait(10)
+        return mdm(*args)
+
+    monkeypatch.setattr(solver_module, "mdm_gram", held)
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(2000, 20))
-    y = X @ rng.normal(size=20) > 0
-    model = RGDSVMClassifier(rebuild_every=1000, window_size=2000, rebuild_lag=1000, seed=0)
+    X = rng.normal(size=(400, 5))
+    y = X @ rng.normal(size=5) > 0
+    model = RGDSVMClassifier(rebuild_every=10_000, window_size=400, seed=0)
+    for i in range(400):
+        model.learn_one({j: X[i, j] for j in range(5)}, bool(y[i]))
     with threadpool_limits(limits=1, user_api="blas"):
-        for i in range(2000):
-            model.learn_one({j: X[i, j] for j in range(20)}, bool(y[i]))
-        assert model._pending is not None
-    model._pending["future"].result()  # (while it runs, the count is 1: its limit)
+        t = threading.Thread(target=model.rebuild)
+        t.start()
+        assert entered.wait(30)  # the rebuild's solve is running
+    release.set()  # the user's block has ended (count back to 2); now the solve ends
+    t.join(60)
+    assert model.n_rebuilds_ == 1
     assert set(blas_threads()) == {2}
 
 

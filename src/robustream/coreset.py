@@ -11,6 +11,7 @@ solution). A row may sit in both (it is stored once and used once). Memory is bo
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain
 from typing import Hashable, Iterable
 
 import numpy as np
@@ -55,14 +56,14 @@ class RowBuffer:
         # same feature set: no new key in the new rows, and (checked below) no feature left with old rows
         same = bool(rows) and all(index.keys() >= rows[i][0].keys() for i in missing)
         if same:
-            for i in missing:
-                entries[i] = _columns_of(rows[i], index)
+            for i, e in zip(missing, _columns_of([rows[i] for i in missing], index)):
+                entries[i] = e
             cols = np.concatenate([e[1] for e in entries])
             same = bool(np.bincount(cols, minlength=len(features)).all())
         if not same:
             features = feature_order(x for x, _ in rows)
             index = {f: j for j, f in enumerate(features)}
-            entries = [_columns_of(item, index) for item in rows]
+            entries = _columns_of(rows, index)
             cols = np.concatenate([e[1] for e in entries]) if entries else np.zeros(0, np.int64)
         self._columns = {id(e[0]): e for e in entries}
         self._features, self._index = features, index
@@ -111,13 +112,22 @@ class RowBuffer:
         self.coreset = [rows[i] for i in sorted(chosen)]
 
 
-def _columns_of(item: tuple[Row, float], index: dict) -> tuple:
-    """``(item, column indices, values)`` of a row's non-zero features."""
-    x = item[0]
-    c = np.fromiter(map(index.__getitem__, x.keys()), np.int64, len(x))
-    v = np.fromiter(x.values(), np.float64, len(x))
-    nz = v != 0.0
-    return (item, c, v) if nz.all() else (item, c[nz], v[nz])
+def _columns_of(items: list[tuple[Row, float]], index: dict) -> list[tuple]:
+    """``(item, column indices, values)`` of each row's non-zero features (one pass over all rows)."""
+    sizes = np.fromiter(map(len, (x for x, _ in items)), np.int64, len(items))
+    total = int(sizes.sum())
+    cols = np.fromiter(map(index.__getitem__, chain.from_iterable(x.keys() for x, _ in items)), np.int64, total)
+    vals = np.fromiter(chain.from_iterable(x.values() for x, _ in items), np.float64, total)
+    ends = np.cumsum(sizes).tolist()
+    out = []
+    start = 0
+    for item, end in zip(items, ends):
+        c, v = cols[start:end], vals[start:end]
+        nz = v != 0.0
+        # copies: a cached row must not keep its whole batch's arrays alive
+        out.append((item, c.copy(), v.copy()) if nz.all() else (item, c[nz], v[nz]))
+        start = end
+    return out
 
 
 def feature_order(rows: Iterable[Row]) -> list[Hashable]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import operator
 import os
-from concurrent.futures import ThreadPoolExecutor
+import pickle
 from itertools import repeat
 from typing import Any, Hashable
 
@@ -15,6 +17,7 @@ from river import base
 from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
+from .rebuild_worker import WorkerUnavailable, solve_worker
 
 
 DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a dense matrix
@@ -72,8 +75,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self, X, signs: np.ndarray, features: list, context: dict, seed: int
     ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, float, float]:
         """Solve on the rows ``X`` (columns: ``features``) with the ``context`` of
-        :meth:`_fit_context` and the rebuild's ``seed``; may run in a background thread, so it reads
-        no mutable state of ``self``. Return ``(coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)``; raise
+        :meth:`_fit_context` and the rebuild's ``seed``; may run in the rebuild worker process on
+        an empty twin of ``self`` (same parameters), so it reads no learned state of ``self``. Return ``(coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)``; raise
         ValueError when the rows cannot be solved. ``row_weight`` > 0 marks the support rows."""
         raise NotImplementedError
 
@@ -117,6 +120,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._buffer.window.append((row, sign))
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)
+            if self.rebuild_lag and len(self._buffer.window) == 1:
+                _start_worker()  # it imports while the first rows arrive, not when the first rebuild is due
         self._since_rebuild += 1
         try:
             if self._pending is not None:
@@ -136,11 +141,23 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if self._pending is None:
             return
         self._pending["due"] = self.rebuild_lag
+        features, X = self._pending["matrix"] = self._matrix(self._pending)
+        if type(self).__module__ == "__main__":  # the worker cannot import it: computed when due, here
+            return
         try:
-            self._pending["future"] = _background().submit(self._compute, self._pending)
+            self._pending["future"] = solve_worker().submit(
+                _solve_in_worker, type(self), self._constructor_params(), X, self._pending["signs"], features,
+                self._pending["context"], self._pending["seed"],
+            )  # fmt: skip
             self._pending["pid"] = os.getpid()
-        except RuntimeError:  # interpreter shutting down: the rebuild is computed when due, in this thread
+        except (WorkerUnavailable, OSError, RuntimeError, pickle.PicklingError, AttributeError, TypeError):
+            # no worker here (it cannot start, the interpreter is shutting down, or this class cannot be
+            # sent to it): the rebuild is computed when due, in this thread
             pass
+
+    def _constructor_params(self) -> dict:
+        """The ``__init__`` arguments of this learner: the worker rebuilds an empty twin from them."""
+        return {name: getattr(self, name) for name in _init_parameters(type(self))}
 
     def _passive_aggressive(self, row: dict, sign: float, C: float = 0.01) -> None:
         loss = max(0.0, 1.0 - sign * self.decision_one(row))
@@ -161,10 +178,11 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         snapshot = self._snapshot()
         return snapshot is not None and self._apply(snapshot, self._compute(snapshot))
 
-    # A rebuild in three steps: the snapshot and the apply run on the caller's thread (they read and
-    # write the model); the compute step reads only the snapshot, so it can run in a background thread
-    # while the stream goes on (``rebuild_lag`` > 0). The result depends only on the snapshot, and it
-    # is applied after exactly ``rebuild_lag`` more rows, so the model is the same on every machine.
+    # A rebuild in three steps: the snapshot (with its matrix) and the apply run on the caller's thread
+    # (they read and write the model); the solve reads only the snapshot, so it can run in the rebuild
+    # worker process while the stream goes on (``rebuild_lag`` > 0). The result depends only on the
+    # snapshot, and it is applied after exactly ``rebuild_lag`` more rows, so the model is the same on
+    # every machine.
     def _snapshot(self) -> dict | None:
         """The rows, labels, solver context and seed of a rebuild; None (a failed rebuild) when a class
         has fewer than 2 rows."""
@@ -180,36 +198,49 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             context["polish_start"] = np.array([weight.get(id(item), 0.0) for item in rows])
         return {"rows": rows, "signs": signs, "context": context, "seed": self.seed + self.n_rebuilds_}
 
-    @single_threaded_blas()
-    def _compute(self, snapshot: dict):
-        """The solve of a snapshot: ``(features, X, fit, context)``; ``fit`` is None when the rows cannot
-        be solved."""
+    def _matrix(self, snapshot: dict):
+        """``(features, X)`` of a snapshot's rows (dense when mostly non-zero); on the caller's thread."""
         features, X = self._buffer.matrix(snapshot["rows"])  # its cache is used by one rebuild at a time
         if X.nnz > DENSE_ABOVE * X.shape[0] * X.shape[1]:
             X = X.toarray()  # dense BLAS products are several times faster than sparse ones on dense rows
-        context = dict(snapshot["context"])  # the solve may add its by-products; the snapshot stays as taken
+        return features, X
+
+    def _compute(self, snapshot: dict):
+        """The solve of a snapshot, here: ``(features, X, fit, context)``."""
+        features, X = self._matrix(snapshot)
+        return (features, X, *self._solve(X, snapshot["signs"], features, snapshot["context"], snapshot["seed"]))
+
+    @single_threaded_blas()
+    def _solve(self, X, signs: np.ndarray, features: list, context: dict, seed: int):
+        """``(fit, context)``: :meth:`_fit_rows` on the matrix (``fit`` None when the rows cannot be
+        solved), and its context with the solve's by-products. Reads only the parameters of ``self``,
+        so the rebuild worker runs it on an empty twin."""
+        context = dict(context)  # the solve may add its by-products; the snapshot stays as taken
         try:
             # one floating-point error policy whatever the thread (NumPy's error state is per thread)
             with np.errstate(**_FP_POLICY):
-                fit = self._fit_rows(X, snapshot["signs"], features, context, snapshot["seed"])
+                fit = self._fit_rows(X, signs, features, context, seed)
         except (ValueError, FloatingPointError):
             fit = None
         if fit is not None and (not np.all(np.isfinite(fit[0])) or not np.any(fit[0])):
             fit = None
-        return features, X, fit, context
+        return fit, context
 
     def _finish_pending(self) -> None:
         pending, self._pending = self._pending, None
-        future = pending.get("future")
-        if future is None or pending.get("pid") != os.getpid():  # a copy, or a forked child: no worker ran it
-            computed = self._compute(pending)
-        else:
+        features, X = pending.get("matrix") or self._matrix(pending)  # a copy has no matrix (nor worker)
+        future, solved = pending.get("future"), None
+        if future is not None and pending.get("pid") == os.getpid():  # (a forked child has no worker for it)
             try:
-                computed = future.result()
+                solved = future.result()
+            except WorkerUnavailable:  # the worker died or could not load the call: solve here
+                pass
             except BaseException:
                 self.n_failed_rebuilds_ += 1
                 raise
-        self._apply(pending, computed)
+        if solved is None:
+            solved = self._solve(X, pending["signs"], features, pending["context"], pending["seed"])
+        self._apply(pending, (features, X, *solved))
 
     def _apply(self, snapshot: dict, computed) -> bool:
         features, X, fit, context = computed
@@ -243,7 +274,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         if self._pending is not None:  # a copy recomputes the running rebuild from its snapshot
-            state["_pending"] = {k: v for k, v in self._pending.items() if k not in ("future", "pid")}
+            state["_pending"] = {k: v for k, v in self._pending.items() if k not in ("future", "pid", "matrix")}
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -345,15 +376,23 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
 
 _FP_POLICY = {"all": "ignore"}  # non-finite results are caught by the checks on the solution
-_BACKGROUND: tuple[int, ThreadPoolExecutor] | None = None
 
 
-def _background() -> ThreadPoolExecutor:
-    """The one thread that runs rebuilds in the background (per process: a forked child makes its own)."""
-    global _BACKGROUND
-    if _BACKGROUND is None or _BACKGROUND[0] != os.getpid():
-        _BACKGROUND = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="robustream-rebuild"))
-    return _BACKGROUND[1]
+def _start_worker() -> None:
+    try:
+        solve_worker()
+    except (OSError, RuntimeError):  # no worker here: rebuilds will be computed in this thread
+        pass
+
+
+def _solve_in_worker(cls, params: dict, X, signs, features, context, seed):
+    """A background rebuild's solve, in the worker process: an empty learner of the same parameters solves."""
+    return cls(**params)._solve(X, signs, features, context, seed)
+
+
+@functools.lru_cache(maxsize=None)
+def _init_parameters(cls) -> tuple[str, ...]:
+    return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
 
 
 def _dict_rows(X):

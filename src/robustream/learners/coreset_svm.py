@@ -13,7 +13,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     low-margin inliers), but every rebuild keeps *all* rows: an MDM nearest-point solve of the two
     hulls (``polish="hard"``; when the hulls of noisy data intersect, the reduced hulls with
     ``nu``), no RGD-tree and no trimming. It shows what explicit outlier removal buys.
-    ``rebuild_lag > 0`` runs the rebuilds in a background thread, as in
+    ``rebuild_lag > 0`` runs the rebuilds in a worker process, as in
     :class:`~robustream.RGDSVMClassifier`.
 
     Examples

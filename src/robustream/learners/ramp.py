@@ -15,7 +15,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
     steps; a row with ``y f(x) < s`` exerts no pull) is solved on coreset + window. The coreset
     keeps the rows with non-zero dual variables plus low-margin inliers; the outliers are the rows
     with ``y f(x) < s``. Margins are in the canonical hinge scale (``|f| = 1`` on the margin).
-    ``rebuild_lag > 0`` runs the rebuilds in a background thread, as in
+    ``rebuild_lag > 0`` runs the rebuilds in a worker process, as in
     :class:`~robustream.RGDSVMClassifier`.
 
     Examples

@@ -70,12 +70,13 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         Rows kept from the recent stream, rows kept from past solutions, and rebuild period.
     rebuild_lag
         0: a rebuild runs inside the ``learn_one`` call that triggers it. ``k > 0`` (at most
-        ``rebuild_every``): it runs in a background thread on a snapshot of coreset + window while
-        the stream goes on, and its model replaces the current one exactly ``k`` rows later (waiting
-        for it if it is not done). The numba kernels release the GIL, so a second core does the
-        solve (one thread for all learners of a process). The model depends only on the stream and
-        the seed, never on the machine's speed. As for any River learner, feed one learner from one
-        thread.
+        ``rebuild_every``): it runs in a worker process on a snapshot of coreset + window while the
+        stream goes on, and its model replaces the current one exactly ``k`` rows later (waiting
+        for it if it is not done), so a second core does the solves (one worker process for all
+        learners of a process, started on first use; see :mod:`robustream.learners.rebuild_worker`;
+        a thread could not: the solve's Python steps starve behind the stream's). The model depends
+        only on the stream and the seed, never on the machine's speed or on where the solve ran.
+        As for any River learner, feed one learner from one thread.
     sketch, sketch_dim
         Optional JL sketch the RGD-tree runs on (``sketch_dim=None``: no sketch).
     polish, nu, tree_height, level_width, boosting_rounds
