@@ -50,8 +50,9 @@ def test_the_worker_gives_the_same_model_as_a_solve_in_this_process(make, monkey
     assert remote.n_rebuilds_ >= 5
     monkeypatch.setattr(base, "solve_worker", _no_worker)
     here = make()
-    for x, y in stream:
-        here.learn_one(x, y)
+    with pytest.warns(RuntimeWarning, match="switched off by the test"):
+        for x, y in stream:
+            here.learn_one(x, y)
     assert _weights(here) == _weights(remote)
 
 
@@ -71,14 +72,15 @@ def test_a_killed_worker_costs_nothing_but_time():
     undisturbed, model = RGDSVMClassifier(**params), RGDSVMClassifier(**params)
     for x, y in stream:
         undisturbed.learn_one(x, y)
-    for i, (x, y) in enumerate(stream):
-        model.learn_one(x, y)
-        if i + 1 == 620:  # the rebuild of row 600 is pending in the worker
-            assert model._pending is not None and "future" in model._pending
-            dead = model._pending["future"]
-            os.kill(solve_worker().pid, signal.SIGKILL)
-            with pytest.raises(WorkerUnavailable):
-                dead.result(timeout=60)
+    with pytest.warns(RuntimeWarning, match="stopped"):  # the one rebuild it had is solved here
+        for i, (x, y) in enumerate(stream):
+            model.learn_one(x, y)
+            if i + 1 == 620:  # the rebuild of row 600 is pending in the worker
+                assert model._pending is not None and "future" in model._pending
+                dead = model._pending["future"]
+                os.kill(solve_worker().pid, signal.SIGKILL)
+                with pytest.raises(WorkerUnavailable):
+                    dead.result(timeout=60)
     assert _weights(model) == _weights(undisturbed)
     assert solve_worker().alive  # a new worker for the next rebuilds
     assert solve_worker().submit(int, "7").result(timeout=60) == 7
@@ -90,9 +92,10 @@ def test_a_learner_class_the_worker_cannot_import_is_solved_here():
 
     stream = _stream(700, seed=3)
     local, plain = Local(rebuild_every=200, rebuild_lag=100, seed=1), RGDSVMClassifier(rebuild_every=200, rebuild_lag=100, seed=1)
-    for x, y in stream:
-        local.learn_one(x, y)
-        plain.learn_one(x, y)
+    with pytest.warns(RuntimeWarning, match="no rebuild worker process.*solved in this thread"):
+        for x, y in stream:
+            local.learn_one(x, y)
+            plain.learn_one(x, y)
     assert local.n_rebuilds_ == 3 and _weights(local) == _weights(plain)
 
 
@@ -146,3 +149,179 @@ def test_the_worker_does_not_outlive_a_killed_parent():
             return
         time.sleep(0.1)
     pytest.fail(f"the worker {worker_pid} outlived its killed parent")
+
+
+def _zombies_and_writers() -> tuple[list[int], int]:
+    import threading
+
+    zombies = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(") ", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+            if fields[0] == "Z" and int(fields[1]) == os.getpid():
+                zombies.append(int(pid))
+    writers = sum(t.name == "robustream-worker-writer" and t.is_alive() for t in threading.enumerate())
+    return zombies, writers
+
+
+def test_a_stopped_worker_is_reaped_and_its_threads_end():
+    for _ in range(3):
+        worker = solve_worker()
+        worker.submit(int, "1").result(timeout=60)
+        os.kill(worker.pid, signal.SIGKILL)
+        with pytest.raises(WorkerUnavailable):
+            worker.submit(time.sleep, 5).result(timeout=60)
+    deadline = time.monotonic() + 10
+    while _zombies_and_writers() != ([], 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _zombies_and_writers() == ([], 0)
+
+
+def _reset_worker(monkeypatch):
+    import robustream.learners.rebuild_worker as rw
+
+    monkeypatch.setattr(rw, "_WORKER", None)
+
+
+def _lagged_pass(n=450):
+    model = RGDSVMClassifier(rebuild_every=100, rebuild_lag=50, window_size=200, seed=0)
+    for x, y in _stream(n, d=4, seed=6):
+        model.learn_one(x, y)
+    return model
+
+
+def test_a_worker_that_never_answers_is_stopped_and_the_stream_goes_on(monkeypatch, tmp_path):
+    import robustream.learners.rebuild_worker as rw
+
+    silent = tmp_path / "silent-python"
+    silent.write_text("#!/bin/sh\nexec sleep 600\n")  # like an embedded host that ignores -c
+    silent.chmod(0o755)
+    expected = _weights(_lagged_pass())
+    _reset_worker(monkeypatch)
+    monkeypatch.setattr(sys, "executable", str(silent))
+    monkeypatch.setattr(rw, "STARTUP_SECONDS", 1.0)
+    start = time.monotonic()
+    with pytest.warns(RuntimeWarning, match="did not start within 1 s"):
+        model = _lagged_pass()
+    assert time.monotonic() - start < 60 and _weights(model) == expected
+
+
+@pytest.mark.parametrize("setting", ["frozen", "no executable"])
+def test_no_worker_where_none_can_be_started(monkeypatch, setting):
+    expected = _weights(_lagged_pass())
+    _reset_worker(monkeypatch)
+    if setting == "frozen":
+        monkeypatch.setattr(sys, "frozen", True, raising=False)  # sys.executable is the application itself
+    else:
+        monkeypatch.setattr(sys, "executable", None)
+    with pytest.warns(RuntimeWarning, match="no Python interpreter to start a worker"):
+        model = _lagged_pass()
+    assert _weights(model) == expected
+
+
+def test_a_worker_importing_another_robustream_is_refused(monkeypatch):
+    import robustream.learners.rebuild_worker as rw
+
+    _reset_worker(monkeypatch)
+    monkeypatch.setattr(rw, "_robustream_file", lambda: "/elsewhere/robustream/__init__.py")
+    with pytest.raises(WorkerUnavailable, match="imported robustream from"):
+        solve_worker().submit(int, "1").result(timeout=120)
+
+
+def test_what_the_worker_prints_at_startup_does_not_reach_the_frames(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text("print('hello from sitecustomize')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = _run(
+        """
+        import warnings
+        warnings.simplefilter("error")  # a fallback to in-process solves would warn
+        from robustream.learners.rebuild_worker import solve_worker
+        w = solve_worker()
+        print("answers", [w.submit(divmod, 7, k).result(timeout=120) for k in (2, 3)], "same worker", solve_worker() is w)
+        """,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "answers [(3, 1), (2, 1)] same worker True"
+
+
+def test_a_forked_child_does_not_keep_the_worker_of_a_killed_parent_alive():
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(
+            """
+            import os, signal, sys, time
+            from robustream.learners.rebuild_worker import solve_worker
+            w = solve_worker(); w.submit(int, "1").result(120)
+            child = os.fork()
+            if child == 0:
+                time.sleep(60); os._exit(0)
+            print(w.pid, child, flush=True)
+            time.sleep(600)
+            """
+        )],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    worker_pid, child_pid = map(int, parent.stdout.readline().split())
+    try:
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _running(worker_pid):
+            time.sleep(0.1)
+        assert not _running(worker_pid), "the worker outlived its parent while a forked child lived"
+    finally:
+        for pid in (child_pid, worker_pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class FailingSolve(RGDSVMClassifier):
+    """A learner whose solves raise an error that is not 'cannot solve' (a bug)."""
+
+    def _fit_rows(self, X, signs, features, context, seed):
+        raise ZeroDivisionError("a bug in the solve")
+
+
+class TwoArgumentError(Exception):
+    def __init__(self, a, b):  # pickles as Exception(args) but cannot be rebuilt from them
+        super().__init__(f"{a}/{b}")
+
+
+class UnpicklableFailure(RGDSVMClassifier):
+    def _fit_rows(self, X, signs, features, context, seed):
+        raise TwoArgumentError(1, 2)
+
+
+@pytest.mark.parametrize("lag", [0, 50])
+def test_a_solve_that_raises_is_counted_once_wherever_it_ran(lag):
+    model = FailingSolve(rebuild_every=100, rebuild_lag=lag, window_size=200, seed=0)
+    with pytest.raises(ZeroDivisionError) as raised:
+        for x, y in _stream(300, d=4):
+            model.learn_one(x, y)
+    assert (model.n_failed_rebuilds_, model.n_rebuilds_) == (1, 0)
+    if lag:  # where it happened, in the worker
+        assert "in the rebuild worker process" in "".join(getattr(raised.value, "__notes__", []))
+
+
+def test_an_exception_that_cannot_travel_arrives_as_a_runtime_error_and_the_worker_lives_on():
+    worker = solve_worker()
+    model = UnpicklableFailure(rebuild_every=100, rebuild_lag=50, window_size=200, seed=0)
+    with pytest.raises(RuntimeError, match="TwoArgumentError in the rebuild worker process"):
+        for x, y in _stream(300, d=4):
+            model.learn_one(x, y)
+    assert model.n_failed_rebuilds_ == 1
+    assert solve_worker() is worker and worker.submit(int, "3").result(timeout=60) == 3

@@ -8,6 +8,7 @@ import math
 import operator
 import os
 import pickle
+import warnings
 from itertools import repeat
 from typing import Any, Hashable
 
@@ -142,18 +143,17 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             return
         self._pending["due"] = self.rebuild_lag
         features, X = self._pending["matrix"] = self._matrix(self._pending)
-        if type(self).__module__ == "__main__":  # the worker cannot import it: computed when due, here
-            return
         try:
+            if type(self).__module__ == "__main__":
+                raise WorkerUnavailable(f"{type(self).__qualname__} is defined in __main__, which the worker cannot import")
+            pickle.dumps(type(self))  # a class the worker can import by name
             self._pending["future"] = solve_worker().submit(
                 _solve_in_worker, type(self), self._constructor_params(), X, self._pending["signs"], features,
                 self._pending["context"], self._pending["seed"],
             )  # fmt: skip
             self._pending["pid"] = os.getpid()
-        except (WorkerUnavailable, OSError, RuntimeError, pickle.PicklingError, AttributeError, TypeError):
-            # no worker here (it cannot start, the interpreter is shutting down, or this class cannot be
-            # sent to it): the rebuild is computed when due, in this thread
-            pass
+        except Exception as exc:  # noqa: BLE001 - no worker for this rebuild: it is solved here when due
+            _warn_solved_here(type(self), exc)
 
     def _constructor_params(self) -> dict:
         """The ``__init__`` arguments of this learner: the worker rebuilds an empty twin from them."""
@@ -176,7 +176,14 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if self._pending is not None:
             self._finish_pending()
         snapshot = self._snapshot()
-        return snapshot is not None and self._apply(snapshot, self._compute(snapshot))
+        if snapshot is None:
+            return False
+        try:
+            computed = self._compute(snapshot)
+        except Exception:  # counted as for a background rebuild, wherever the solve ran
+            self.n_failed_rebuilds_ += 1
+            raise
+        return self._apply(snapshot, computed)
 
     # A rebuild in three steps: the snapshot (with its matrix) and the apply run on the caller's thread
     # (they read and write the model); the solve reads only the snapshot, so it can run in the rebuild
@@ -233,13 +240,17 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if future is not None and pending.get("pid") == os.getpid():  # (a forked child has no worker for it)
             try:
                 solved = future.result()
-            except WorkerUnavailable:  # the worker died or could not load the call: solve here
-                pass
-            except BaseException:
+            except WorkerUnavailable as exc:  # the worker stopped or could not load the call: solve here
+                _warn_solved_here(type(self), exc)
+            except Exception:
                 self.n_failed_rebuilds_ += 1
                 raise
         if solved is None:
-            solved = self._solve(X, pending["signs"], features, pending["context"], pending["seed"])
+            try:
+                solved = self._solve(X, pending["signs"], features, pending["context"], pending["seed"])
+            except Exception:
+                self.n_failed_rebuilds_ += 1
+                raise
         self._apply(pending, (features, X, *solved))
 
     def _apply(self, snapshot: dict, computed) -> bool:
@@ -381,8 +392,14 @@ _FP_POLICY = {"all": "ignore"}  # non-finite results are caught by the checks on
 def _start_worker() -> None:
     try:
         solve_worker()
-    except (OSError, RuntimeError):  # no worker here: rebuilds will be computed in this thread
+    except Exception:  # noqa: BLE001 - no worker here: the first rebuild says why
         pass
+
+
+def _warn_solved_here(cls, exc: Exception) -> None:
+    """A background rebuild runs in the stream's thread (Python's warning filters show it once per message)."""
+    warnings.warn(f"{cls.__qualname__}: rebuild_lag > 0 but no rebuild worker process ({exc}); the rebuild "
+                  "is solved in this thread when due", RuntimeWarning, stacklevel=4)  # fmt: skip
 
 
 def _solve_in_worker(cls, params: dict, X, signs, features, context, seed):

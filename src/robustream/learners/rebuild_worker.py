@@ -6,12 +6,19 @@ thread that is busy with the stream. Measured on a 1,500 x 100 rebuild: beside a
 background-thread solve made almost no progress until the loop ended, so ``rebuild_lag`` gained
 nothing (2,850 rows/s with and without it). A process has its own GIL.
 
-One worker per parent process, started on the first background rebuild: ``sys.executable`` running
-:func:`serve`, fed over its stdin and answering over its stdout in length-prefixed frames. The frames
-are pickles exchanged with our own child process over a pipe, never read from disk. The worker imports
-robustream from the parent's ``sys.path``; it ignores SIGINT (a Ctrl-C is the parent's to handle) and
-exits when the parent closes the pipe or dies. It does not re-run the user's main script (what
-``multiprocessing``'s spawn and forkserver do), so scripts without a ``__main__`` guard are safe.
+One worker per parent process, started on first use: ``sys.executable`` (with the parent's
+interpreter flags) running :func:`serve`. Calls and answers are pickles in length-prefixed frames
+on two pipes of their own (not stdin/stdout, so nothing a library prints can corrupt them),
+exchanged with our own child process and never read from disk. The worker imports the parent's copy
+of robustream (checked in a handshake: another copy, or no answer within ``STARTUP_SECONDS``, and the
+worker is stopped). It ignores SIGINT (a Ctrl-C is the parent's to handle) and exits when the parent
+closes the pipe or dies; a forked child of the parent lets go of the parent's pipes. It does not
+re-run the user's main script (what ``multiprocessing``'s spawn and forkserver do), so scripts
+without a ``__main__`` guard are safe; a frozen application (``sys.frozen``) or an interpreter without
+``sys.executable`` gets no worker (:class:`WorkerUnavailable`): its rebuilds are solved in-process.
+
+Whatever stops the worker (killed, out of memory), its pending calls fail with
+:class:`WorkerUnavailable`, the process is reaped and the next :func:`solve_worker` starts a new one.
 
 >>> from robustream.learners.rebuild_worker import solve_worker
 >>> solve_worker().submit(divmod, 7, 2).result()
@@ -31,18 +38,41 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import Future
 
+STARTUP_SECONDS = 30.0  # the worker must answer the handshake within this time (its imports: 1-3 s here)
 _HEADER = struct.Struct("<QQ")  # request id, payload length
+_HANDSHAKE = 2**64 - 1  # the id of the worker's first frame: the robustream it imported
 _BOOTSTRAP = (
     "import json, os, sys; "
     "sys.path[:0] = [p for p in json.loads(os.environ.pop('ROBUSTREAM_WORKER_SYS_PATH')) if p not in sys.path]; "
-    "from robustream.learners.rebuild_worker import serve; serve()"
+    "from robustream.learners.rebuild_worker import serve; serve(int(sys.argv[1]), int(sys.argv[2]))"
 )
 
 
 class WorkerUnavailable(RuntimeError):
-    """The worker cannot run this call (it died, or cannot import what the call needs): run it here."""
+    """The worker cannot run this call (there is none here, it stopped, or it cannot import what the
+    call needs): run it in this process."""
+
+
+def _robustream_file() -> str:
+    import robustream
+
+    return os.path.realpath(robustream.__file__)
+
+
+def _usable_fd(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+def _interpreter_flags() -> list[str]:
+    flags = getattr(subprocess, "_args_from_interpreter_flags", None)  # what multiprocessing passes on
+    return list(flags()) if flags else []
 
 
 class SolveWorker:
@@ -53,10 +83,28 @@ class SolveWorker:
     """
 
     def __init__(self) -> None:
-        env = dict(os.environ, ROBUSTREAM_WORKER_SYS_PATH=json.dumps([os.path.abspath(p) for p in sys.path]))
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _BOOTSTRAP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-        )
+        if not sys.executable or getattr(sys, "frozen", False):
+            raise WorkerUnavailable("no Python interpreter to start a worker with (sys.executable is "
+                                    f"{sys.executable!r}, frozen: {getattr(sys, 'frozen', False)})")  # fmt: skip
+        package_root = os.path.dirname(os.path.dirname(_robustream_file()))
+        paths = [package_root] + [os.path.abspath(p) for p in sys.path]  # our robustream first
+        env = dict(os.environ, ROBUSTREAM_WORKER_SYS_PATH=json.dumps(paths))
+        calls_r, calls_w = os.pipe()
+        answers_r, answers_w = os.pipe()
+        output = 2 if _usable_fd(2) else subprocess.DEVNULL  # the worker's prints go to our stderr
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, *_interpreter_flags(), "-c", _BOOTSTRAP, str(calls_r), str(answers_w)],
+                stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env, pass_fds=(calls_r, answers_w),
+            )  # fmt: skip
+        except BaseException:
+            for fd in (calls_r, calls_w, answers_r, answers_w):
+                os.close(fd)
+            raise
+        os.close(calls_r)
+        os.close(answers_w)
+        self._calls = os.fdopen(calls_w, "wb")
+        self._answers = os.fdopen(answers_r, "rb")
         self.pid = self._process.pid
         self.cpu_seconds = 0.0
         self._futures: dict[int, Future] = {}
@@ -64,17 +112,18 @@ class SolveWorker:
         self._next_id = 0
         self._alive = True
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._ready = threading.Event()
         # a writer thread, so a submit never blocks on a pipe the busy worker is not reading
         threading.Thread(target=self._write, name="robustream-worker-writer", daemon=True).start()
         threading.Thread(target=self._read, name="robustream-worker-reader", daemon=True).start()
+        threading.Thread(target=self._watch_startup, name="robustream-worker-startup", daemon=True).start()
 
     @property
     def alive(self) -> bool:
         return self._alive
 
     def submit(self, fn, *args) -> Future:
-        """Run ``fn(*args)`` in the worker; raises :class:`WorkerUnavailable` if it has stopped or the
-        call cannot be pickled."""
+        """Run ``fn(*args)`` in the worker; raises :class:`WorkerUnavailable` if it has stopped."""
         payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
         future: Future = Future()
         with self._lock:
@@ -95,43 +144,71 @@ class SolveWorker:
             self._process.kill()
             self._process.wait()
 
+    def _stop(self, reason: str) -> None:
+        """The worker is unusable: fail its calls, stop the writer, kill and reap the process."""
+        with self._lock:
+            self._alive = False
+            orphans, self._futures = list(self._futures.values()), {}
+        for future in orphans:
+            if not future.done():
+                future.set_exception(WorkerUnavailable(f"the rebuild worker process {self.pid} {reason}"))
+        self._outbox.put(None)
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+
+    def _watch_startup(self) -> None:
+        if not self._ready.wait(STARTUP_SECONDS) and self._alive:
+            self._stop(f"did not start within {STARTUP_SECONDS:.0f} s")
+
     def _write(self) -> None:
-        pipe = self._process.stdin
+        pipe = self._calls
         try:
             while (frame := self._outbox.get()) is not None:
                 pipe.write(frame)
                 pipe.flush()
-        except (BrokenPipeError, OSError, ValueError):
+        except (OSError, ValueError):
             pass
         finally:
             try:
                 pipe.close()
-            except (BrokenPipeError, OSError):
+            except OSError:
                 pass
 
     def _read(self) -> None:
-        pipe = self._process.stdout
+        pipe, reason = self._answers, "stopped"
         try:
             while True:
                 header = pipe.read(_HEADER.size)
                 if len(header) < _HEADER.size:
                     break
                 request_id, n = _HEADER.unpack(header)
-                ok, value, cpu = pickle.loads(pipe.read(n))
-                self.cpu_seconds += cpu
+                payload = pipe.read(n)
+                if len(payload) < n:
+                    break
+                if request_id == _HANDSHAKE:
+                    theirs, ours = pickle.loads(payload), _robustream_file()
+                    if theirs != ours:
+                        reason = f"imported robustream from {theirs}, not {ours}"
+                        break
+                    self._ready.set()
+                    continue
                 with self._lock:
-                    future = self._futures.pop(request_id)
-                if ok:
-                    future.set_result(value)
-                else:
-                    future.set_exception(value)
-        except Exception:  # a torn frame: the worker died mid-answer
+                    future = self._futures.pop(request_id, None)
+                try:
+                    ok, value, cpu = pickle.loads(payload)
+                except Exception as exc:  # the frame is whole: only this answer is lost
+                    ok, value, cpu = False, RuntimeError(f"the worker's answer could not be read: {exc!r}"), 0.0
+                self.cpu_seconds += cpu
+                if future is not None:
+                    (future.set_result if ok else future.set_exception)(value)
+        except Exception as exc:  # noqa: BLE001 - whatever breaks the pipe stops this worker
+            reason = f"stopped ({exc!r})"
+        self._stop(reason)
+        try:
+            pipe.close()
+        except OSError:
             pass
-        with self._lock:
-            self._alive = False
-            orphans, self._futures = list(self._futures.values()), {}
-        for future in orphans:
-            future.set_exception(WorkerUnavailable(f"the rebuild worker process {self.pid} stopped"))
 
 
 _WORKER: SolveWorker | None = None
@@ -140,12 +217,32 @@ _WORKER_LOCK = threading.Lock()
 
 
 def solve_worker() -> SolveWorker:
-    """The worker of this process, started on first use and again if it died (a forked child starts its own)."""
+    """The worker of this process, started on first use and again if it stopped; raises
+    :class:`WorkerUnavailable` (or OSError) when none can be started here."""
     global _WORKER, _WORKER_PID
     with _WORKER_LOCK:
         if _WORKER is None or not _WORKER.alive or _WORKER_PID != os.getpid():
             _WORKER, _WORKER_PID = SolveWorker(), os.getpid()
         return _WORKER
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: let go of the parent's worker (its pipes must close when the parent's do,
+    or the worker would outlive the parent), and of locks another thread may have held at the fork."""
+    global _WORKER, _WORKER_LOCK
+    _WORKER_LOCK = threading.Lock()
+    worker, _WORKER = _WORKER, None
+    if worker is not None:
+        null = os.open(os.devnull, os.O_RDWR)
+        for pipe in (worker._calls, worker._answers):
+            try:  # point the inherited descriptors at /dev/null: nothing buffered can reach the pipe
+                os.dup2(null, pipe.fileno())
+            except (OSError, ValueError):
+                pass
+        os.close(null)
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 @atexit.register
@@ -154,12 +251,33 @@ def _close_at_exit() -> None:
         _WORKER.close()
 
 
-def serve() -> None:
+def _transportable(exc: BaseException) -> BaseException:
+    """The exception with the worker's traceback as a note, or a RuntimeError if it cannot be pickled."""
+    text = "".join(traceback.format_exception(exc))
+    try:
+        if hasattr(exc, "add_note"):  # Python >= 3.11
+            exc.add_note(f"in the rebuild worker process:\n{text}")
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"{type(exc).__name__} in the rebuild worker process:\n{text}")
+
+
+def serve(calls_fd: int, answers_fd: int) -> None:
     """The worker's loop: read a call, run it, answer; exit when the parent closes the pipe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    inbox = sys.stdin.buffer
-    outbox = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints (ours or a library's) must not corrupt frames
+    inbox, outbox = os.fdopen(calls_fd, "rb"), os.fdopen(answers_fd, "wb")
+
+    def answer(request_id: int, frame: bytes) -> bool:
+        try:
+            outbox.write(_HEADER.pack(request_id, len(frame)) + frame)
+            outbox.flush()
+            return True
+        except OSError:  # the parent is gone
+            return False
+
+    if not answer(_HANDSHAKE, pickle.dumps(_robustream_file())):
+        return
     while True:
         header = inbox.read(_HEADER.size)
         if len(header) < _HEADER.size:
@@ -172,16 +290,13 @@ def serve() -> None:
                 fn, args = pickle.loads(payload)
             except Exception as exc:  # e.g. a class defined in the parent's __main__
                 raise WorkerUnavailable(f"the rebuild worker cannot load the call: {exc!r}") from None
-            answer = (True, fn(*args))
+            result = (True, fn(*args))
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-            answer = (False, exc)
+            result = (False, exc if isinstance(exc, WorkerUnavailable) else _transportable(exc))
         cpu = time.thread_time() - start
         try:
-            frame = pickle.dumps((*answer, cpu), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
+            frame = pickle.dumps((*result, cpu), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001
             frame = pickle.dumps((False, RuntimeError(f"unpicklable answer: {exc!r}"), cpu))
-        try:
-            outbox.write(_HEADER.pack(request_id, len(frame)) + frame)
-            outbox.flush()
-        except (BrokenPipeError, OSError):  # the parent is gone
+        if not answer(request_id, frame):
             return

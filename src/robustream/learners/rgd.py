@@ -75,7 +75,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         for it if it is not done), so a second core does the solves (one worker process for all
         learners of a process, started on first use; see :mod:`robustream.learners.rebuild_worker`;
         a thread could not: the solve's Python steps starve behind the stream's). The model depends
-        only on the stream and the seed, never on the machine's speed or on where the solve ran.
+        only on the stream, the parameters and the seed, never on the machine's speed or on where
+        the solve ran. Where no worker can run (a class defined in ``__main__``, a frozen
+        application), the rebuild is solved in this thread when due, with a ``RuntimeWarning``.
         As for any River learner, feed one learner from one thread.
     sketch, sketch_dim
         Optional JL sketch the RGD-tree runs on (``sketch_dim=None``: no sketch).
