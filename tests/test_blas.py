@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from threadpoolctl import ThreadpoolController
 
+import robustream.learners.base as base_module
 import robustream.solver as solver_module
 from robustream import RGDSVMClassifier
 from robustream.blas import single_threaded_blas
@@ -88,10 +89,18 @@ def test_solve_and_learner_rebuilds_run_single_threaded(two_blas_threads, monkey
     assert set(blas_threads()) == {2}
 
     seen.clear()
+    slope = base_module._fit_slope
+
+    def recording_slope(margins):  # called where the margins that choose the coreset are computed
+        seen.append(set(blas_threads()))
+        return slope(margins)
+
+    monkeypatch.setattr(base_module, "_fit_slope", recording_slope)
     model = RGDSVMClassifier(rebuild_every=50, window_size=100, coreset_size=50, seed=0)
     for row, label in zip(X, y):
         model.learn_one({"a": row[0], "b": row[1], "c": row[2]}, label > 0)
     assert model.n_rebuilds_ >= 1 and seen and all(s == {1} for s in seen)
+    assert len(seen) > model.n_rebuilds_  # the solves' and the applies' readings
     assert set(blas_threads()) == {2}
 
 

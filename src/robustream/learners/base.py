@@ -265,7 +265,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self.margin_width_ = float(width)
         self.outlier_rate_ = float(outlier_mask.mean())
         self._margin_unit = max(float(unit), 1e-12)
-        with np.errstate(**_FP_POLICY):
+        # the margins choose the next coreset: one BLAS thread, as in the solve, so the model does not
+        # depend on the thread count
+        with np.errstate(**_FP_POLICY), single_threaded_blas():
             margins = signs * (np.asarray(X @ coef).ravel() + intercept) / self._margin_unit
             self._proba_slope = _fit_slope(margins[~outlier_mask])
         self._buffer.refresh_coreset(snapshot["rows"], row_weight, margins, ~outlier_mask, seed=snapshot["seed"])
