@@ -247,8 +247,10 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 
 @atexit.register
 def _close_at_exit() -> None:
+    # nobody waits for a solve still running at exit (a pending rebuild is part of a saved model's
+    # state, recomputed on load): give the worker a moment to see the closed pipe, then stop it
     if _WORKER is not None and _WORKER_PID == os.getpid():
-        _WORKER.close()
+        _WORKER.close(timeout=1.0)
 
 
 def _transportable(exc: BaseException) -> BaseException:
