@@ -56,6 +56,16 @@ class WorkerUnavailable(RuntimeError):
     call needs): run it in this process."""
 
 
+def _read_frame(pipe) -> tuple[int, bytes] | None:
+    """``(request id, payload)`` of the next frame; None at the end of the pipe or in a torn frame."""
+    header = pipe.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    request_id, n = _HEADER.unpack(header)
+    payload = pipe.read(n)
+    return (request_id, payload) if len(payload) == n else None
+
+
 def _robustream_file() -> str:
     import robustream
 
@@ -178,14 +188,8 @@ class SolveWorker:
     def _read(self) -> None:
         pipe, reason = self._answers, "stopped"
         try:
-            while True:
-                header = pipe.read(_HEADER.size)
-                if len(header) < _HEADER.size:
-                    break
-                request_id, n = _HEADER.unpack(header)
-                payload = pipe.read(n)
-                if len(payload) < n:
-                    break
+            while (frame := _read_frame(pipe)) is not None:
+                request_id, payload = frame
                 if request_id == _HANDSHAKE:
                     theirs, ours = pickle.loads(payload), _robustream_file()
                     if theirs != ours:
@@ -280,12 +284,8 @@ def serve(calls_fd: int, answers_fd: int) -> None:
 
     if not answer(_HANDSHAKE, pickle.dumps(_robustream_file())):
         return
-    while True:
-        header = inbox.read(_HEADER.size)
-        if len(header) < _HEADER.size:
-            return
-        request_id, n = _HEADER.unpack(header)
-        payload = inbox.read(n)
+    while (frame := _read_frame(inbox)) is not None:
+        request_id, payload = frame
         start = time.thread_time()
         try:
             try:
@@ -297,8 +297,8 @@ def serve(calls_fd: int, answers_fd: int) -> None:
             result = (False, exc if isinstance(exc, WorkerUnavailable) else _transportable(exc))
         cpu = time.thread_time() - start
         try:
-            frame = pickle.dumps((*result, cpu), protocol=pickle.HIGHEST_PROTOCOL)
+            reply = pickle.dumps((*result, cpu), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001
-            frame = pickle.dumps((False, RuntimeError(f"unpicklable answer: {exc!r}"), cpu))
-        if not answer(request_id, frame):
+            reply = pickle.dumps((False, RuntimeError(f"unpicklable answer: {exc!r}"), cpu))
+        if not answer(request_id, reply):
             return
