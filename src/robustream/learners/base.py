@@ -77,7 +77,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, float, float]:
         """Solve on the rows ``X`` (columns: ``features``) with the ``context`` of
         :meth:`_fit_context` and the rebuild's ``seed``; may run in the rebuild worker process on
-        an empty twin of ``self`` (same parameters), so it reads no learned state of ``self``. Return ``(coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)``; raise
+        an empty twin of ``self`` (same parameters), so it reads no learned state of ``self``.
+        Return ``(coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)``; raise
         ValueError when the rows cannot be solved. ``row_weight`` > 0 marks the support rows."""
         raise NotImplementedError
 
