@@ -207,7 +207,11 @@ def test_a_worker_that_never_answers_is_stopped_and_the_stream_goes_on(monkeypat
     start = time.monotonic()
     with pytest.warns(RuntimeWarning, match="did not start within 1 s"):
         model = _lagged_pass()
-    assert time.monotonic() - start < 60 and _weights(model) == expected
+    assert time.monotonic() - start < 30 and _weights(model) == expected
+    worker = rw._WORKER  # one try for the process: the later rebuilds did not start (and wait for) another
+    assert not worker.alive and not worker.started
+    with pytest.raises(WorkerUnavailable, match="could not start"):
+        solve_worker()
 
 
 @pytest.mark.parametrize("setting", ["frozen", "no executable"])
@@ -325,3 +329,71 @@ def test_an_exception_that_cannot_travel_arrives_as_a_runtime_error_and_the_work
             model.learn_one(x, y)
     assert model.n_failed_rebuilds_ == 1
     assert solve_worker() is worker and worker.submit(int, "3").result(timeout=60) == 3
+
+
+@pytest.mark.parametrize("closed", ["0", "1", "0 1"])
+def test_a_parent_with_stdin_or_stdout_closed_still_gets_a_worker(closed):
+    out = _run(
+        f"""
+        import os, sys, warnings
+        warnings.simplefilter("error")  # a fallback to in-process solves would warn
+        for fd in ({closed.replace(" ", ", ")},):
+            os.close(fd)
+        import numpy as np
+        from robustream import RGDSVMClassifier
+        from robustream.learners.rebuild_worker import solve_worker
+        model = RGDSVMClassifier(rebuild_every=100, rebuild_lag=50, window_size=200)
+        pids = set()
+        for x in np.random.default_rng(0).normal(size=(450, 4)):
+            model.learn_one(dict(enumerate(x)), bool(x[0] + x[1] > 0))
+            if model._pending and "future" in model._pending:
+                pids.add(solve_worker().pid)
+        print("rebuilds", model.n_rebuilds_, "workers", len(pids), file=sys.stderr)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines()[-1] == "rebuilds 4 workers 1", out.stderr
+
+
+def test_files_in_the_working_directory_do_not_shadow_the_workers_imports(tmp_path):
+    """A script run from a folder holding a json.py: the script itself does not see that folder
+    (python puts the script's own folder on its path), and neither may the worker (``-c`` puts the
+    working directory there)."""
+    work, scripts = tmp_path / "work", tmp_path / "scripts"
+    work.mkdir()
+    scripts.mkdir()
+    (work / "json.py").write_text("raise ImportError('the user json.py was imported')\n")
+    script = scripts / "run.py"
+    script.write_text(textwrap.dedent(
+        """
+        import warnings
+        warnings.simplefilter("error")
+        from robustream.learners.rebuild_worker import solve_worker
+        print(solve_worker().submit(divmod, 9, 4).result(timeout=120))
+        """
+    ))  # fmt: skip
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=work)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "(2, 1)"
+
+
+def test_with_warnings_as_errors_a_rebuild_solved_here_is_still_applied():
+    import warnings
+
+    stream = _stream(1000, seed=2)
+    params = {"rebuild_every": 200, "rebuild_lag": 150, "window_size": 400, "seed": 3}
+    undisturbed, model = RGDSVMClassifier(**params), RGDSVMClassifier(**params)
+    for x, y in stream:
+        undisturbed.learn_one(x, y)
+    raised = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for i, (x, y) in enumerate(stream):
+            try:
+                model.learn_one(x, y)
+            except RuntimeWarning as w:
+                raised.append(i + 1)
+            if i + 1 == 620:
+                os.kill(solve_worker().pid, signal.SIGKILL)
+    assert raised == [750]  # the row the killed worker's rebuild was due
+    assert _weights(model) == _weights(undisturbed)

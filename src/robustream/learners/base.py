@@ -8,6 +8,7 @@ import math
 import operator
 import os
 import pickle
+import sys
 import warnings
 from itertools import repeat
 from typing import Any, Hashable
@@ -237,12 +238,12 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _finish_pending(self) -> None:
         pending, self._pending = self._pending, None
         features, X = pending.get("matrix") or self._matrix(pending)  # a copy has no matrix (nor worker)
-        future, solved = pending.get("future"), None
+        future, solved, unavailable = pending.get("future"), None, None
         if future is not None and pending.get("pid") == os.getpid():  # (a forked child has no worker for it)
             try:
                 solved = future.result()
             except WorkerUnavailable as exc:  # the worker stopped or could not load the call: solve here
-                _warn_solved_here(type(self), exc)
+                unavailable = exc
             except Exception:
                 self.n_failed_rebuilds_ += 1
                 raise
@@ -253,6 +254,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 self.n_failed_rebuilds_ += 1
                 raise
         self._apply(pending, (features, X, *solved))
+        if unavailable is not None:  # after the apply: a warning turned into an error loses nothing
+            _warn_solved_here(type(self), unavailable)
 
     def _apply(self, snapshot: dict, computed) -> bool:
         features, X, fit, context = computed
@@ -400,9 +403,20 @@ def _start_worker() -> None:
 
 
 def _warn_solved_here(cls, exc: Exception) -> None:
-    """A background rebuild runs in the stream's thread (Python's warning filters show it once per message)."""
+    """A background rebuild runs in the stream's thread. The reasons carry no process ids, so Python's
+    default filter shows each once (a worker that never started is not retried: one reason for good)."""
     warnings.warn(f"{cls.__qualname__}: rebuild_lag > 0 but no rebuild worker process ({exc}); the rebuild "
-                  "is solved in this thread when due", RuntimeWarning, stacklevel=4)  # fmt: skip
+                  "is solved in this thread when due", RuntimeWarning, stacklevel=_caller_level())  # fmt: skip
+
+
+def _caller_level() -> int:
+    """``stacklevel`` of the first frame outside robustream (the user's ``learn_one`` call), counted
+    from the ``warnings.warn`` of the caller."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _solve_in_worker(cls, params: dict, X, signs, features, context, seed):

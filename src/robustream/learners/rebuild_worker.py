@@ -8,7 +8,8 @@ nothing (2,850 rows/s with and without it). A process has its own GIL.
 
 One worker per parent process, started on first use: ``sys.executable`` (with the parent's
 interpreter flags) running :func:`serve`. Calls and answers are pickles in length-prefixed frames
-on two pipes of their own (not stdin/stdout, so nothing a library prints can corrupt them),
+on two pipes of their own (not stdin/stdout, so nothing a library prints can corrupt them; both ends
+above fd 2 even when the parent's stdin or stdout is closed),
 exchanged with our own child process and never read from disk. The worker imports the parent's copy
 of robustream (checked in a handshake: another copy, or no answer within ``STARTUP_SECONDS``, and the
 worker is stopped). It ignores SIGINT (a Ctrl-C is the parent's to handle) and exits when the parent
@@ -18,7 +19,10 @@ without a ``__main__`` guard are safe; a frozen application (``sys.frozen``) or 
 ``sys.executable`` gets no worker (:class:`WorkerUnavailable`): its rebuilds are solved in-process.
 
 Whatever stops the worker (killed, out of memory), its pending calls fail with
-:class:`WorkerUnavailable`, the process is reaped and the next :func:`solve_worker` starts a new one.
+:class:`WorkerUnavailable` and its process group is killed and reaped. A worker that had started is
+replaced by the next :func:`solve_worker`; one that never started (no handshake) is not tried again in
+this process, so a host where no worker can run pays ``STARTUP_SECONDS`` once, not at every rebuild.
+POSIX only (inherited pipe descriptors); elsewhere every rebuild is solved in-process.
 
 >>> from robustream.learners.rebuild_worker import solve_worker
 >>> solve_worker().submit(divmod, 7, 2).result()
@@ -45,8 +49,10 @@ STARTUP_SECONDS = 30.0  # the worker must answer the handshake within this time 
 _HEADER = struct.Struct("<QQ")  # request id, payload length
 _HANDSHAKE = 2**64 - 1  # the id of the worker's first frame: the robustream it imported
 _BOOTSTRAP = (
-    "import json, os, sys; "
-    "sys.path[:0] = [p for p in json.loads(os.environ.pop('ROBUSTREAM_WORKER_SYS_PATH')) if p not in sys.path]; "
+    # "-c" puts the working directory first on sys.path: drop it before importing anything that a file
+    # there could shadow, then take the parent's path (its robustream first)
+    "import sys; sys.path[:] = [p for p in sys.path if p]; import json, os; "
+    "sys.path[:] = json.loads(os.environ.pop('ROBUSTREAM_WORKER_SYS_PATH')); "
     "from robustream.learners.rebuild_worker import serve; serve(int(sys.argv[1]), int(sys.argv[2]))"
 )
 
@@ -70,6 +76,20 @@ def _robustream_file() -> str:
     import robustream
 
     return os.path.realpath(robustream.__file__)
+
+
+def _pipe() -> tuple[int, int]:
+    """``os.pipe()`` with both ends above 2: with our stdin or stdout closed, a pipe end would take fd 0
+    or 1, which the worker's stdin/stdout redirection would then overwrite."""
+    import fcntl
+
+    ends = []
+    for fd in os.pipe():
+        if fd <= 2:
+            fd, low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3), fd
+            os.close(low)
+        ends.append(fd)
+    return ends[0], ends[1]
 
 
 def _usable_fd(fd: int) -> bool:
@@ -97,15 +117,16 @@ class SolveWorker:
             raise WorkerUnavailable("no Python interpreter to start a worker with (sys.executable is "
                                     f"{sys.executable!r}, frozen: {getattr(sys, 'frozen', False)})")  # fmt: skip
         package_root = os.path.dirname(os.path.dirname(_robustream_file()))
-        paths = [package_root] + [os.path.abspath(p) for p in sys.path]  # our robustream first
+        paths = [package_root] + [os.path.abspath(p) for p in sys.path if os.path.abspath(p) != package_root]
         env = dict(os.environ, ROBUSTREAM_WORKER_SYS_PATH=json.dumps(paths))
-        calls_r, calls_w = os.pipe()
-        answers_r, answers_w = os.pipe()
+        calls_r, calls_w = _pipe()
+        answers_r, answers_w = _pipe()
         output = 2 if _usable_fd(2) else subprocess.DEVNULL  # the worker's prints go to our stderr
         try:
             self._process = subprocess.Popen(
                 [sys.executable, *_interpreter_flags(), "-c", _BOOTSTRAP, str(calls_r), str(answers_w)],
                 stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env, pass_fds=(calls_r, answers_w),
+                start_new_session=True,  # its own process group: stopping it stops what a launcher started too
             )  # fmt: skip
         except BaseException:
             for fd in (calls_r, calls_w, answers_r, answers_w):
@@ -117,8 +138,10 @@ class SolveWorker:
         self._answers = os.fdopen(answers_r, "rb")
         self.pid = self._process.pid
         self.cpu_seconds = 0.0
+        self.failure: str | None = None  # why it stopped
         self._futures: dict[int, Future] = {}
         self._lock = threading.Lock()
+        self._kill_lock = threading.Lock()
         self._next_id = 0
         self._alive = True
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -151,21 +174,35 @@ class SolveWorker:
         try:
             self._process.wait(timeout)
         except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+            self._kill()
 
     def _stop(self, reason: str) -> None:
         """The worker is unusable: fail its calls, stop the writer, kill and reap the process."""
         with self._lock:
             self._alive = False
+            self.failure = self.failure or reason  # the first reason (a kill then ends the reader too)
             orphans, self._futures = list(self._futures.values()), {}
         for future in orphans:
             if not future.done():
-                future.set_exception(WorkerUnavailable(f"the rebuild worker process {self.pid} {reason}"))
+                future.set_exception(WorkerUnavailable(f"the rebuild worker process {reason}"))
         self._outbox.put(None)
-        if self._process.poll() is None:
-            self._process.kill()
-        self._process.wait()
+        self._kill()
+
+    def _kill(self) -> None:
+        """SIGKILL the worker's process group (a launcher that did not exec Python may have left its
+        child running) and reap it; once."""
+        with self._kill_lock:
+            if self._process.returncode is None:  # not reaped yet, so its group id is still ours
+                try:
+                    os.killpg(self._process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self._process.wait()
+
+    @property
+    def started(self) -> bool:
+        """The worker answered the handshake (it imported our robustream)."""
+        return self._ready.is_set()
 
     def _watch_startup(self) -> None:
         if not self._ready.wait(STARTUP_SECONDS) and self._alive:
@@ -221,11 +258,18 @@ _WORKER_LOCK = threading.Lock()
 
 
 def solve_worker() -> SolveWorker:
-    """The worker of this process, started on first use and again if it stopped; raises
-    :class:`WorkerUnavailable` (or OSError) when none can be started here."""
+    """The worker of this process, started on first use and again if it stopped after it had started;
+    raises :class:`WorkerUnavailable` (or OSError) when none can be started here. A worker that never
+    started (no handshake) is not tried again in this process: each try could cost ``STARTUP_SECONDS``."""
     global _WORKER, _WORKER_PID
     with _WORKER_LOCK:
-        if _WORKER is None or not _WORKER.alive or _WORKER_PID != os.getpid():
+        if _WORKER_PID != os.getpid():
+            _WORKER = None
+        if _WORKER is not None and not _WORKER.alive:
+            if not _WORKER.started:
+                raise WorkerUnavailable(f"the rebuild worker process could not start ({_WORKER.failure})")
+            _WORKER = None
+        if _WORKER is None:
             _WORKER, _WORKER_PID = SolveWorker(), os.getpid()
         return _WORKER
 
@@ -259,10 +303,15 @@ def _close_at_exit() -> None:
 
 def _transportable(exc: BaseException) -> BaseException:
     """The exception with the worker's traceback as a note, or a RuntimeError if it cannot be pickled."""
-    text = "".join(traceback.format_exception(exc))
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    note = f"in the rebuild worker process:\n{text}"
     try:
+        if not isinstance(exc, Exception):  # SystemExit, KeyboardInterrupt: not the parent's to raise
+            raise TypeError
         if hasattr(exc, "add_note"):  # Python >= 3.11
-            exc.add_note(f"in the rebuild worker process:\n{text}")
+            exc.add_note(note)
+        else:  # 3.10 keeps the text (and pickles it) without showing it
+            exc.__notes__ = [*getattr(exc, "__notes__", []), note]
         pickle.loads(pickle.dumps(exc))
         return exc
     except Exception:  # noqa: BLE001
@@ -273,7 +322,17 @@ def serve(calls_fd: int, answers_fd: int) -> None:
     """The worker's loop: read a call, run it, answer; exit when the parent closes the pipe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     inbox, outbox = os.fdopen(calls_fd, "rb"), os.fdopen(answers_fd, "wb")
+    try:
+        _serve(inbox, outbox)
+    finally:
+        for pipe in (inbox, outbox):
+            try:
+                pipe.close()
+            except OSError:  # a broken pipe: the parent is gone
+                pass
 
+
+def _serve(inbox, outbox) -> None:
     def answer(request_id: int, frame: bytes) -> bool:
         try:
             outbox.write(_HEADER.pack(request_id, len(frame)) + frame)

@@ -76,8 +76,10 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         learners of a process, started on first use; see :mod:`robustream.learners.rebuild_worker`;
         a thread could not: the solve's Python steps starve behind the stream's). The model depends
         only on the stream, the parameters and the seed, never on the machine's speed or on where
-        the solve ran. Where no worker can run (a class defined in ``__main__``, a frozen
-        application), the rebuild is solved in this thread when due, with a ``RuntimeWarning``.
+        the solve ran (the worker solves on a fresh learner built from the parameters, so methods
+        or module constants changed at run time do not reach it). Where no worker can run (a class
+        defined in ``__main__``, a frozen application, no ``sys.executable``, a worker that could
+        not start or died), the rebuild is solved in this thread when due, with a ``RuntimeWarning``.
         As for any River learner, feed one learner from one thread.
     sketch, sketch_dim
         Optional JL sketch the RGD-tree runs on (``sketch_dim=None``: no sketch).
