@@ -66,12 +66,21 @@ def test_the_solves_ran_in_the_worker_process():
     assert worker.cpu_seconds > before and worker.submit(os.getpid).result(timeout=60) == worker.pid != os.getpid()
 
 
-def test_a_killed_worker_costs_nothing_but_time():
+_KILL_PARAMS = {"rebuild_every": 200, "rebuild_lag": 150, "window_size": 400, "seed": 3}
+
+
+def _stream_and_undisturbed_model():
+    """The stream of the worker-killing tests and the model it gives when nothing goes wrong."""
     stream = _stream(1000, seed=2)
-    params = {"rebuild_every": 200, "rebuild_lag": 150, "window_size": 400, "seed": 3}
-    undisturbed, model = RGDSVMClassifier(**params), RGDSVMClassifier(**params)
+    undisturbed = RGDSVMClassifier(**_KILL_PARAMS)
     for x, y in stream:
         undisturbed.learn_one(x, y)
+    return stream, undisturbed
+
+
+def test_a_killed_worker_costs_nothing_but_time():
+    stream, undisturbed = _stream_and_undisturbed_model()
+    model = RGDSVMClassifier(**_KILL_PARAMS)
     with pytest.warns(RuntimeWarning, match="stopped"):  # the one rebuild it had is solved here
         for i, (x, y) in enumerate(stream):
             model.learn_one(x, y)
@@ -380,18 +389,15 @@ def test_files_in_the_working_directory_do_not_shadow_the_workers_imports(tmp_pa
 def test_with_warnings_as_errors_a_rebuild_solved_here_is_still_applied():
     import warnings
 
-    stream = _stream(1000, seed=2)
-    params = {"rebuild_every": 200, "rebuild_lag": 150, "window_size": 400, "seed": 3}
-    undisturbed, model = RGDSVMClassifier(**params), RGDSVMClassifier(**params)
-    for x, y in stream:
-        undisturbed.learn_one(x, y)
+    stream, undisturbed = _stream_and_undisturbed_model()
+    model = RGDSVMClassifier(**_KILL_PARAMS)
     raised = []
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         for i, (x, y) in enumerate(stream):
             try:
                 model.learn_one(x, y)
-            except RuntimeWarning as w:
+            except RuntimeWarning:
                 raised.append(i + 1)
             if i + 1 == 620:
                 os.kill(solve_worker().pid, signal.SIGKILL)
