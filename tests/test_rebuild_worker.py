@@ -278,6 +278,39 @@ def test_a_forked_child_does_not_keep_the_worker_of_a_killed_parent_alive():
         )],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
+    _kill_parent_and_expect_its_worker_gone(parent)
+
+
+def test_a_fork_while_the_worker_starts_does_not_keep_it_alive_after_the_parent():
+    """Another thread forks between the creation of the worker's pipes and the end of its setup."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(
+            """
+            import os, subprocess, time
+            from robustream.learners import rebuild_worker as rw
+            real_popen, forked = subprocess.Popen, []
+
+            def popen(*args, **kwargs):  # the pipes exist; "another thread" forks now
+                child = os.fork()
+                if child == 0:
+                    time.sleep(60); os._exit(0)
+                forked.append(child)
+                return real_popen(*args, **kwargs)
+
+            rw.subprocess.Popen = popen
+            w = rw.solve_worker(); w.submit(int, "1").result(120)
+            print(w.pid, forked[0], flush=True)
+            time.sleep(600)
+            """
+        )],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    _kill_parent_and_expect_its_worker_gone(parent)
+
+
+def _kill_parent_and_expect_its_worker_gone(parent: subprocess.Popen) -> None:
+    """``parent`` printed its worker's pid and a forked child's; SIGKILL it: the worker must exit
+    (within 30 s) although the child lives on."""
     worker_pid, child_pid = map(int, parent.stdout.readline().split())
     try:
         parent.kill()
@@ -285,7 +318,7 @@ def test_a_forked_child_does_not_keep_the_worker_of_a_killed_parent_alive():
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and _running(worker_pid):
             time.sleep(0.1)
-        assert not _running(worker_pid), "the worker outlived its parent while a forked child lived"
+        assert not _running(worker_pid), "the worker outlived its parent while a forked child of the parent lived"
     finally:
         for pid in (child_pid, worker_pid):
             try:

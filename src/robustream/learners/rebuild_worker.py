@@ -89,7 +89,26 @@ def _pipe() -> tuple[int, int]:
             fd, low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3), fd
             os.close(low)
         ends.append(fd)
+    _PIPE_FDS.update(ends)
     return ends[0], ends[1]
+
+
+# this process's open ends of its workers' pipes, from their creation on (a fork may come before the
+# worker is set up): a forked child lets go of them
+_PIPE_FDS: set[int] = set()
+
+
+def _close_pipe_end(end) -> None:
+    """Close a pipe end (a descriptor or a file object) and forget it."""
+    try:
+        fd = end if isinstance(end, int) else end.fileno()
+    except ValueError:  # already closed
+        return
+    _PIPE_FDS.discard(fd)
+    try:
+        os.close(fd) if isinstance(end, int) else end.close()
+    except OSError:
+        pass
 
 
 def _usable_fd(fd: int) -> bool:
@@ -130,10 +149,10 @@ class SolveWorker:
             )  # fmt: skip
         except BaseException:
             for fd in (calls_r, calls_w, answers_r, answers_w):
-                os.close(fd)
+                _close_pipe_end(fd)
             raise
-        os.close(calls_r)
-        os.close(answers_w)
+        _close_pipe_end(calls_r)
+        _close_pipe_end(answers_w)
         self._calls = os.fdopen(calls_w, "wb")
         self._answers = os.fdopen(answers_r, "rb")
         self.pid = self._process.pid
@@ -217,10 +236,7 @@ class SolveWorker:
         except (OSError, ValueError):
             pass
         finally:
-            try:
-                pipe.close()
-            except OSError:
-                pass
+            _close_pipe_end(pipe)
 
     def _read(self) -> None:
         pipe, reason = self._answers, "stopped"
@@ -246,10 +262,7 @@ class SolveWorker:
         except Exception as exc:  # noqa: BLE001 - whatever breaks the pipe stops this worker
             reason = f"stopped ({exc!r})"
         self._stop(reason)
-        try:
-            pipe.close()
-        except OSError:
-            pass
+        _close_pipe_end(pipe)
 
 
 _WORKER: SolveWorker | None = None
@@ -275,19 +288,21 @@ def solve_worker() -> SolveWorker:
 
 
 def _forget_after_fork() -> None:
-    """In a forked child: let go of the parent's worker (its pipes must close when the parent's do,
-    or the worker would outlive the parent), and of locks another thread may have held at the fork."""
+    """In a forked child: let go of the parent's worker pipes, including those of a worker still being
+    set up (they must close when the parent's do, or the worker would outlive the parent), of the
+    worker, and of locks another thread may have held at the fork."""
     global _WORKER, _WORKER_LOCK
     _WORKER_LOCK = threading.Lock()
-    worker, _WORKER = _WORKER, None
-    if worker is not None:
+    _WORKER = None
+    if _PIPE_FDS:
         null = os.open(os.devnull, os.O_RDWR)
-        for pipe in (worker._calls, worker._answers):
+        for fd in _PIPE_FDS:
             try:  # point the inherited descriptors at /dev/null: nothing buffered can reach the pipe
-                os.dup2(null, pipe.fileno())
-            except (OSError, ValueError):
+                os.dup2(null, fd)
+            except OSError:
                 pass
         os.close(null)
+        _PIPE_FDS.clear()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
