@@ -23,7 +23,7 @@ from .solver import (
     pick_flip_side,
     side_key,
     side_outlier_fractions,
-    side_overflows,
+    side_unusable,
     solve,
 )
 
@@ -299,8 +299,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
         keys = {}
         for side in AUTO_SIDES:
-            g_pos, g_neg = side_outlier_fractions(rate, side, n_pos, n_neg)
-            if discards_most_of_a_class((g_pos, g_neg), n_pos, n_neg) or side_overflows(rate, side, n_pos, n_neg):
+            if side_unusable(rate, side, n_pos, n_neg):
                 continue
             probe._fit_models(X, y, self._side_fraction(y, rate, side), seed)
             sol = probe.solutions_[0]

@@ -132,7 +132,6 @@ def side_outlier_fractions(flip_rate: float, side: str, n_pos: int, n_neg: int) 
     raise ValueError(f"side must be one of {AUTO_SIDES}, got {side!r}")
 
 
-
 def side_overflows(flip_rate: float, side: str, n_pos: int, n_neg: int) -> bool:
     """True when the observed class ``side`` cannot hold ``flip_rate * n`` wrong labels without more
     than half of its rows being wrong. :func:`side_outlier_fractions` caps a fraction at 0.95, which
@@ -144,6 +143,17 @@ def side_overflows(flip_rate: float, side: str, n_pos: int, n_neg: int) -> bool:
     if side == "both":
         return False
     return flip_rate * (n_pos + n_neg) > 0.5 * (n_neg if side == "negative" else n_pos)
+
+
+def side_unusable(flip_rate: float, side: str, n_pos: int, n_neg: int) -> bool:
+    """True when ``"auto"`` may not put the wrong labels on ``side`` at ``flip_rate``: its per-class
+    fractions would discard most of a class, or the class cannot hold them (:func:`side_overflows`).
+
+    >>> side_unusable(0.05, "positive", 2, 208), side_unusable(0.05, "both", 100, 100)
+    (True, False)
+    """
+    fractions = side_outlier_fractions(flip_rate, side, n_pos, n_neg)
+    return discards_most_of_a_class(fractions, n_pos, n_neg) or side_overflows(flip_rate, side, n_pos, n_neg)
 
 
 def side_key(X, sign: np.ndarray, coef: np.ndarray, intercept: float, outlier_mask: np.ndarray,

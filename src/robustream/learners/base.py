@@ -178,14 +178,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if self._pending is not None:
             self._finish_pending()
         snapshot = self._snapshot()
-        if snapshot is None:
-            return False
-        try:
-            computed = self._compute(snapshot)
-        except Exception:  # counted as for a background rebuild, wherever the solve ran
-            self.n_failed_rebuilds_ += 1
-            raise
-        return self._apply(snapshot, computed)
+        return snapshot is not None and self._apply(snapshot, self._compute(snapshot))
 
     # A rebuild in three steps: the snapshot (with its matrix) and the apply run on the caller's thread
     # (they read and write the model); the solve reads only the snapshot, so it can run in the rebuild
@@ -217,7 +210,15 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _compute(self, snapshot: dict):
         """The solve of a snapshot, here: ``(features, X, fit, context)``."""
         features, X = self._matrix(snapshot)
-        return (features, X, *self._solve(X, snapshot["signs"], features, snapshot["context"], snapshot["seed"]))
+        return (features, X, *self._solve_here(X, features, snapshot))
+
+    def _solve_here(self, X, features: list, snapshot: dict):
+        """:meth:`_solve` in this process; a solve that raises is counted as failed, as one in the worker is."""
+        try:
+            return self._solve(X, snapshot["signs"], features, snapshot["context"], snapshot["seed"])
+        except Exception:
+            self.n_failed_rebuilds_ += 1
+            raise
 
     @single_threaded_blas()
     def _solve(self, X, signs: np.ndarray, features: list, context: dict, seed: int):
@@ -248,11 +249,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 self.n_failed_rebuilds_ += 1
                 raise
         if solved is None:
-            try:
-                solved = self._solve(X, pending["signs"], features, pending["context"], pending["seed"])
-            except Exception:
-                self.n_failed_rebuilds_ += 1
-                raise
+            solved = self._solve_here(X, features, pending)
         self._apply(pending, (features, X, *solved))
         if unavailable is not None:  # after the apply: a warning turned into an error loses nothing
             _warn_solved_here(type(self), unavailable)

@@ -78,6 +78,11 @@ def _robustream_file() -> str:
     return os.path.realpath(robustream.__file__)
 
 
+# this process's open ends of its workers' pipes, from their creation on (a fork may come before the
+# worker is set up): a forked child lets go of them
+_PIPE_FDS: set[int] = set()
+
+
 def _pipe() -> tuple[int, int]:
     """``os.pipe()`` with both ends above 2: with our stdin or stdout closed, a pipe end would take fd 0
     or 1, which the worker's stdin/stdout redirection would then overwrite."""
@@ -91,11 +96,6 @@ def _pipe() -> tuple[int, int]:
         ends.append(fd)
     _PIPE_FDS.update(ends)
     return ends[0], ends[1]
-
-
-# this process's open ends of its workers' pipes, from their creation on (a fork may come before the
-# worker is set up): a forked child lets go of them
-_PIPE_FDS: set[int] = set()
 
 
 def _close_pipe_end(end) -> None:

@@ -15,7 +15,7 @@ from ..solver import (
     pick_flip_side,
     side_key,
     side_outlier_fractions,
-    side_overflows,
+    side_unusable,
     solve,
 )
 from .base import RebuildingLinearClassifier, _decode_row, _encode_row, sparse_dot
@@ -201,9 +201,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             # pairs, not a dict: a pending rebuild's context is checkpointed as JSON
             current = per_class[AUTO_FRACTIONS.index(fraction)]
             context["other_sides"] = [
-                (s, f) for s, f in others
-                if f != current and not discards_most_of_a_class(f, n_pos, n_neg)
-                and not side_overflows(fraction, s, n_pos, n_neg)
+                (s, f) for s, f in others if f != current and not side_unusable(fraction, s, n_pos, n_neg)
             ]  # fmt: skip
         return context
 
