@@ -82,14 +82,15 @@ def test_mdm_matches_reference(seed, soft):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_mdm_gram_matches_reference(seed):
+@pytest.mark.parametrize("max_iter", [40, 100_000])  # a few steps; to convergence, caps binding
+def test_mdm_gram_matches_reference(seed, max_iter):
     X, sign, coef = _two_classes(np.random.default_rng(seed), shift=1.0)
     K = X @ X.T
     g = sign * (K @ (sign * coef))
     ww = float((sign * coef) @ K @ (sign * coef))
     cap = np.full(sign.size, 0.1)
-    a = G.mdm_gram(K, g, sign, coef, cap, ww, 1e-9 * ww, 40)
-    b = G.mdm_gram_reference(K, g, sign, coef, cap, ww, 1e-9 * ww, 40)
+    a = G.mdm_gram(K, g, sign, coef, cap, ww, 1e-9 * ww, max_iter)
+    b = G.mdm_gram_reference(K, g, sign, coef, cap, ww, 1e-9 * ww, max_iter)
     assert a[3] == b[3]
     np.testing.assert_allclose(a[0], b[0], atol=1e-10)
     np.testing.assert_allclose(a[1], b[1], atol=1e-8)

@@ -149,6 +149,56 @@ def test_auto_outlier_fraction_follows_a_rising_flip_rate():
     assert max(first_half) <= 0.1, picks
 
 
+def test_auto_shares_one_gram_matrix_per_rebuild_and_gets_the_same_model(monkeypatch):
+    import robustream.learners.rgd as rgd
+    from robustream import solver
+
+    stream = _stream_with_flip_rates(900, 6, [0.15], seed=1)
+    params = {"outlier_fraction": "auto", "window_size": 300, "coreset_size": 100, "rebuild_every": 150, "seed": 4}
+    calls = []
+
+    def counting(X):
+        calls.append(X.shape)
+        return solver.gram_matrix(X)
+
+    monkeypatch.setattr(rgd, "gram_matrix", counting)
+    shared = RGDSVMClassifier(**params)
+    for x, y, _ in stream:
+        shared.learn_one(x, y)
+    assert len(calls) == shared.n_rebuilds_ == 6
+    monkeypatch.setattr(rgd, "FULL_GRAM_ROWS", 0)  # no shared matrix: each solve computes its own
+    alone = RGDSVMClassifier(**params)
+    for x, y, _ in stream:
+        alone.learn_one(x, y)
+    assert len(calls) == 6
+    assert shared.weights == alone.weights and shared.intercept_ == alone.intercept_
+    assert shared._candidates == alone._candidates
+
+
+def test_sketch_dim_auto_sketches_rebuilds_with_many_features_only(monkeypatch):
+    import robustream.learners.rgd as rgd
+
+    used = []
+
+    def recording(*args, sketch=None, **kwargs):
+        used.append(None if sketch is None else (sketch.kind, sketch.sketch_dim))
+        return solver_solve(*args, sketch=sketch, **kwargs)
+
+    solver_solve = rgd.solve
+    monkeypatch.setattr(rgd, "solve", recording)
+    rng = np.random.default_rng(0)
+    for n_keys, expected in ((300, None), (5000, ("hashed", 128))):
+        model, used[:] = RGDSVMClassifier(rebuild_every=100, window_size=200, coreset_size=50), []
+        for _ in range(200):  # sparse rows: 10 of n_keys features each
+            keys = rng.choice(n_keys, 10, replace=False)
+            model.learn_one({f"k{k}": 1.0 for k in keys}, bool(keys.min() < n_keys // 10))
+        assert model.n_rebuilds_ == 2 and used == [expected] * 2
+    with pytest.raises(ValueError, match="sketch_dim must be a positive integer, 'auto' or None"):
+        RGDSVMClassifier(sketch_dim="big")
+    with pytest.raises(ValueError, match="sketch must be one of"):
+        RGDSVMClassifier(sketch="fourier")
+
+
 def test_auto_outlier_fraction_is_deterministic_and_survives_save_load(tmp_path):
     stream = _stream_with_flip_rates(1200, 5, [0.1], seed=1)
     params = {"outlier_fraction": "auto", "window_size": 300, "coreset_size": 100, "rebuild_every": 150, "seed": 4}

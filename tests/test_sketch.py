@@ -75,3 +75,23 @@ PINNED_POSITIONS = [12, 7]
 PINNED_SIGNS = [1.0, -1.0]
 _H = 0.7071067811865475
 PINNED_SKETCH = [-_H, 0, 2 * _H, 0, 0, _H, 0, -3 * _H, 0, 0, 0, 0, _H, 0, 0, 0]
+
+
+def test_hashed_column_table_is_the_hash_of_each_index_whatever_was_cached_before(monkeypatch):
+    import robustream.sketch as S
+
+    monkeypatch.setattr(S, "_INDEX_TABLES", {})
+    monkeypatch.setattr(S, "_INDEX_TABLE_ROWS", 50)  # so that a table also runs past the shared part
+    for n in (7, 30, 20, 120, 3):
+        sk = JLSketch(16, "hashed", seed=5, hash_nnz=3)  # a new sketch per call, as a stream's rebuilds
+        pos, sgn = sk._hash_table(n)
+        expected = [sk.feature_hash(j) for j in range(n)]
+        assert pos.shape == (n, 3) and sgn.shape == (n, 3)
+        assert pos.tolist() == [p.tolist() for p, _ in expected] and sgn.tolist() == [s.tolist() for _, s in expected]
+    assert S._INDEX_TABLES[(5, 3, 16)][0].shape == (50, 3)
+    X = sp.random(4, 120, density=0.3, random_state=0, format="csr")
+    dense = np.zeros((120, 16))
+    for j in range(120):
+        p, s = sk.feature_hash(j)
+        np.add.at(dense[j], p, s / np.sqrt(3))
+    np.testing.assert_allclose(JLSketch(16, "hashed", seed=5, hash_nnz=3).transform(X), X @ dense, atol=1e-12)

@@ -10,7 +10,7 @@ from scipy.optimize import linprog, minimize
 
 from robustream.kernels.gilbert import gilbert, mdm_reference
 from robustream.sketch import JLSketch
-from robustream.solver import nearest_point, per_class_outlier_fractions, solve
+from robustream.solver import _feasible_start, gram_matrix, nearest_point, per_class_outlier_fractions, solve
 
 
 def exact_hard_margin(X, y) -> float:
@@ -266,3 +266,42 @@ def test_polish_start_from_a_previous_solution_needs_fewer_steps_for_the_same_so
     np.testing.assert_allclose(warm.coef, cold.coef, atol=1e-2 * np.linalg.norm(cold.coef))
     with pytest.raises(ValueError, match="polish_start must be 400 non-negative weights"):
         solve(X, y, polish_start=-np.ones(400))
+
+
+def test_mass_clipped_off_a_previous_solution_goes_to_the_rows_with_the_lowest_projections():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 3))
+    sign = np.r_[np.ones(6), -np.ones(6)]
+    inlier = np.ones(12, dtype=bool)
+    inlier[[5, 11]] = False
+    cap = np.where(inlier, 0.3, 0.0)
+    previous = np.zeros(12)
+    previous[[0, 1, 5]] = [0.5, 0.3, 0.2]  # row 5 is no inlier any more: 0.5 and 0.3 renormalise above the cap
+    previous[[6, 7]] = [0.2, 0.2]  # below the caps after renormalising (0.5 each): clipped to 0.3
+    start = _feasible_start(sign, inlier, cap, previous, X)
+    _check_convex(start, sign, cap)
+    assert np.all(start[~inlier] == 0.0)
+    assert start[0] == start[1] == 0.3 and start[6] == start[7] == 0.3
+    clipped = np.minimum(np.where(inlier, previous, 0.0) / np.r_[[0.8] * 6, [0.4] * 6], cap)
+    g = sign * (X @ (X.T @ (sign * clipped)))
+    for s, excess in ((1.0, 0.4), (-1.0, 0.4)):
+        room = np.flatnonzero((sign == s) & inlier & (clipped < cap))
+        filled = room[np.argsort(g[room], kind="stable")]
+        expected = clipped.copy()
+        for i in filled:
+            add = min(excess, cap[i] - expected[i])
+            expected[i] += add
+            excess -= add
+        np.testing.assert_allclose(start[sign == s], expected[sign == s], atol=1e-15)
+    assert np.count_nonzero(start) == 8  # 2 + 2 rows at the cap per class, not every row with room
+
+
+def test_a_shared_gram_matrix_gives_the_same_solution():
+    X, y = separable_instance(5, n=300, d=12)
+    y[:25] *= -1
+    kw = {"outlier_fraction": (0.1, 0.1), "seed": 1}
+    alone, shared = solve(X, y, **kw), solve(X, y, gram=gram_matrix(X), **kw)
+    assert np.array_equal(alone.coef, shared.coef) and alone.intercept == shared.intercept
+    assert np.array_equal(alone.convex_coef, shared.convex_coef)
+    with pytest.raises(ValueError, match=r"gram must have shape \(300, 300\)"):
+        solve(X, y, gram=np.eye(3), **kw)

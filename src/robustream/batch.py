@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .sketch import SKETCH_KINDS, JLSketch
+from .sketch import SKETCH_KINDS, JLSketch, resolve_sketch_dim
 from .solver import (
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
@@ -202,9 +202,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         return self
 
     def _sketch_for(self, n_features: int, seed: int) -> JLSketch | None:
-        k = self.sketch_dim
-        if k == "auto":
-            k = 128 if n_features > 512 else None
+        k = resolve_sketch_dim(self.sketch_dim, n_features)
         if k is None:
             return None
         if self.sketch == "srht":

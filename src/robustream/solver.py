@@ -188,7 +188,8 @@ def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     ]  # fmt: skip
     return min(better)[1] if better else "both"
 
-def _gram(X) -> np.ndarray:
+def gram_matrix(X) -> np.ndarray:
+    """``X @ X.T`` as a dense array (``X`` dense or CSR)."""
     if sp.issparse(X):
         return np.asarray((X @ X.T).toarray())
     return X @ X.T
@@ -241,7 +242,7 @@ def nearest_point(
     # intersecting (reduced) hulls have w = 0: an absolute floor on the gap ends that case
     floor = 1e-12 * _max_row_norm2(X)
     if gram is not None or n <= full_gram_rows:
-        K = _gram(X) if gram is None else gram
+        K = gram_matrix(X) if gram is None else gram
         # projections through w (O(n d)) rather than K (O(n^2)): K is read only by the MDM steps
         g = sign * _matvec(X, w)
         ww = float(w @ w)
@@ -263,7 +264,7 @@ def nearest_point(
             return coef, steps, True
         ws = _working_set(g, sign, coef, cap, m_half)
         Xw = X[ws]
-        K = _gram(Xw)
+        K = gram_matrix(Xw)
         budget = min(50 * ws.size, max(1, max_iter - steps))
         new_c, _, _, it = mdm_gram(K, g[ws], sign[ws], coef[ws], cap[ws], ww, max(0.5 * tol * ww, floor), budget)
         delta = new_c - coef[ws]
@@ -320,11 +321,15 @@ def _caps(sign: np.ndarray, inlier: np.ndarray, soft: bool, nu: float) -> np.nda
     return cap
 
 
-def _feasible_start(sign, inlier, cap, previous: np.ndarray | None) -> np.ndarray:
-    """Convex coefficients per class within ``cap``: ``previous`` on the inliers, renormalised, with
-    any mass above a cap spread over the rows below theirs in proportion to their room (uniform
-    when ``previous`` has no mass on a class's inliers)."""
+def _feasible_start(sign, inlier, cap, previous: np.ndarray | None, X=None) -> np.ndarray:
+    """Convex coefficients per class within ``cap``: ``previous`` on the inliers, renormalised and
+    clipped to the caps (uniform when ``previous`` has no mass on a class's inliers). The mass clipped
+    off goes to the rows ``X`` with the lowest signed projections under the clipped start, each filled
+    to its cap: where the solution puts its mass. (Spread evenly over the rows with room, as before,
+    it gave every row a little mass that the polish then removed one MDM step at a time: twice the
+    steps on a stream's rebuilds.)"""
     coef = np.zeros(sign.shape[0])
+    excess = {}
     for s in (1.0, -1.0):
         members = (sign == s) & inlier
         c = np.where(members, previous, 0.0) if previous is not None else np.zeros(sign.shape[0])
@@ -333,15 +338,21 @@ def _feasible_start(sign, inlier, cap, previous: np.ndarray | None) -> np.ndarra
             coef[members] = 1.0 / members.sum()
             continue
         c = c / total
-        excess = float(np.maximum(c - cap, 0.0).sum())
-        if excess > 0.0:
-            c = np.minimum(c, cap)
-            room = np.where(members, cap - c, 0.0)
-            total_room = room.sum()
-            # sum(cap) >= 1 on the members, so the room holds the excess (up to rounding: it may be 0)
-            if total_room > 0.0:
-                c = c + min(excess, total_room) * room / total_room
-        coef[members] = c[members]
+        excess[s] = float(np.maximum(c - cap, 0.0).sum())
+        coef[members] = np.minimum(c, cap)[members]
+    if not any(excess.values()):
+        return coef
+    g = sign * _matvec(X, _combine(X, sign, coef))
+    for s, e in excess.items():
+        if e <= 0.0:
+            continue
+        members = np.flatnonzero((sign == s) & inlier & (coef < cap))
+        for i in members[np.argsort(g[members], kind="stable")]:
+            add = min(e, cap[i] - coef[i])
+            coef[i] += add
+            e -= add
+            if e <= 0.0:
+                break
     return coef
 
 
@@ -381,6 +392,7 @@ def solve(
     tol: float = 1e-3,
     max_iter: int = 100_000,
     seed: int = 0,
+    gram: np.ndarray | None = None,
 ) -> Solution:
     """Fit one binary RGD-SVM with outliers; ``y`` in {-1, +1}, ``X`` dense or CSR (n, d).
 
@@ -391,6 +403,8 @@ def solve(
     of a stream (a point of the Minkowski difference of rows that are still there).
     ``polish_start``: non-negative weights per row (the convex coefficients of a previous solution,
     0 elsewhere) the first polish starts from, renormalised on the inliers within the caps.
+    ``gram``: ``gram_matrix(X)``, when several solves on the same rows share one (used by a
+    full-dimension polish of at most ``FULL_GRAM_ROWS`` rows; the result is the same as without).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -475,13 +489,17 @@ def solve(
 
     # one Gram matrix per space, shared by every polish and refit (O(n^2 d) once, not per round)
     grams: dict[str, np.ndarray] = {}
+    if gram is not None:
+        if gram.shape != (sign.shape[0], sign.shape[0]):
+            raise ValueError(f"gram must have shape ({sign.shape[0]}, {sign.shape[0]}), got {gram.shape}")
+        grams["full"] = gram
 
     def nearest_in(space: str, cap, start):
         """Nearest points over the rows with cap > 0; the others keep coefficient 0."""
         rows = Z if space == "sketch" else X
         if sign.shape[0] <= FULL_GRAM_ROWS:
             if space not in grams:
-                grams[space] = _gram(rows)
+                grams[space] = gram_matrix(rows)
             # rows with cap 0 never move, so the full matrix serves every inlier set without a copy
             return nearest_point(rows, sign, cap, start, tol=tol, max_iter=max_iter, gram=grams[space])
         idx = np.flatnonzero(cap > 0.0)
@@ -492,7 +510,7 @@ def solve(
 
     def polish_once(inlier_mask, soft, nu_eff, previous):
         cap = _caps(sign, inlier_mask, soft, nu_eff)
-        start = _feasible_start(sign, inlier_mask, cap, previous)
+        start = _feasible_start(sign, inlier_mask, cap, previous, Z if sketch is not None else X)
         steps = 0
         if sketch is not None:
             start, steps, ok = nearest_in("sketch", cap, start)

@@ -138,15 +138,15 @@ def gilbert_reference(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, tol: f
     return coef, n_iter, converged
 
 
-@njit(cache=True, nogil=True)
-def _mdm_pick(g: np.ndarray, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray):
-    """Most violating pair (i loses mass, j gains) of each class; returns the larger one."""
-    n = g.shape[0]
+@njit(cache=True, nogil=True, inline="always")
+def _extreme_rows(g: np.ndarray, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray):
+    """Per class, the row with mass and the largest ``g`` and the row with room and the smallest
+    (first index on ties; -1 when there is none): ``(up_p, dn_p, up_q, dn_q)``."""
     up_p = -1
     dn_p = -1
     up_q = -1
     dn_q = -1
-    for i in range(n):
+    for i in range(g.shape[0]):
         if sign[i] > 0:
             if coef[i] > 0.0 and (up_p < 0 or g[i] > g[up_p]):
                 up_p = i
@@ -157,6 +157,12 @@ def _mdm_pick(g: np.ndarray, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray
                 up_q = i
             if coef[i] < cap[i] and (dn_q < 0 or g[i] < g[dn_q]):
                 dn_q = i
+    return up_p, dn_p, up_q, dn_q
+
+
+@njit(cache=True, nogil=True)
+def _larger_pair(g: np.ndarray, up_p: int, dn_p: int, up_q: int, dn_q: int):
+    """The class pair with the larger gap: ``(i, j, gap, total gap)``."""
     gap_p = 0.0
     if up_p >= 0 and dn_p >= 0:
         gap_p = max(0.0, g[up_p] - g[dn_p])
@@ -166,6 +172,13 @@ def _mdm_pick(g: np.ndarray, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray
     if gap_p >= gap_q:
         return up_p, dn_p, gap_p, gap_p + gap_q
     return up_q, dn_q, gap_q, gap_p + gap_q
+
+
+@njit(cache=True, nogil=True)
+def _mdm_pick(g: np.ndarray, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray):
+    """Most violating pair (i loses mass, j gains) of each class; returns the larger one."""
+    up_p, dn_p, up_q, dn_q = _extreme_rows(g, sign, coef, cap)
+    return _larger_pair(g, up_p, dn_p, up_q, dn_q)
 
 
 @njit(cache=True, nogil=True)
@@ -279,9 +292,19 @@ def mdm_gram(
     coef = coef.copy()
     g = g.copy()
     n_iter = 0
+    up_p, dn_p, up_q, dn_q = _extreme_rows(g, sign, coef, cap)
     while n_iter < max_iter:
-        i, j, gap, total_gap = _mdm_pick(g, sign, coef, cap)
-        if total_gap <= tol_abs or gap <= 0.0:
+        gap_p = 0.0  # _larger_pair written out: as a call (even inline="always") the step was 10% slower
+        if up_p >= 0 and dn_p >= 0:
+            gap_p = max(0.0, g[up_p] - g[dn_p])
+        gap_q = 0.0
+        if up_q >= 0 and dn_q >= 0:
+            gap_q = max(0.0, g[up_q] - g[dn_q])
+        if gap_p >= gap_q:
+            i, j, gap = up_p, dn_p, gap_p
+        else:
+            i, j, gap = up_q, dn_q, gap_q
+        if gap_p + gap_q <= tol_abs or gap <= 0.0:
             break
         dist2 = K[i, i] + K[j, j] - 2.0 * K[i, j]
         t = coef[i]
@@ -291,9 +314,26 @@ def mdm_gram(
             t = gap / dist2
         coef[i] -= t
         coef[j] += t
-        s = sign[i]
+        ts = t * sign[i]  # signs are +-1: the products are exact, in any order
+        # one pass: update g and find the next step's extreme rows (the picks of _extreme_rows on the
+        # updated g: each compared row is already updated), instead of a second pass over the rows
+        up_p = -1
+        dn_p = -1
+        up_q = -1
+        dn_q = -1
         for r in range(m):  # K is symmetric: read rows j and i, contiguous in memory
-            g[r] += t * sign[r] * s * (K[j, r] - K[i, r])
+            gr = g[r] + ts * sign[r] * (K[j, r] - K[i, r])
+            g[r] = gr
+            if sign[r] > 0:
+                if coef[r] > 0.0 and (up_p < 0 or gr > g[up_p]):
+                    up_p = r
+                if coef[r] < cap[r] and (dn_p < 0 or gr < g[dn_p]):
+                    dn_p = r
+            else:
+                if coef[r] > 0.0 and (up_q < 0 or gr > g[up_q]):
+                    up_q = r
+                if coef[r] < cap[r] and (dn_q < 0 or gr < g[dn_q]):
+                    dn_q = r
         ww += -2.0 * t * gap + t * t * dist2
         n_iter += 1
     return coef, g, ww, n_iter
