@@ -321,7 +321,7 @@ def _caps(sign: np.ndarray, inlier: np.ndarray, soft: bool, nu: float) -> np.nda
     return cap
 
 
-def _feasible_start(sign, inlier, cap, previous: np.ndarray | None, X=None) -> np.ndarray:
+def _feasible_start(sign, inlier, cap, previous: np.ndarray | None, X) -> np.ndarray:
     """Convex coefficients per class within ``cap``: ``previous`` on the inliers, renormalised and
     clipped to the caps (uniform when ``previous`` has no mass on a class's inliers). The mass clipped
     off goes to the rows ``X`` with the lowest signed projections under the clipped start, each filled
