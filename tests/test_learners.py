@@ -175,6 +175,39 @@ def test_auto_shares_one_gram_matrix_per_rebuild_and_gets_the_same_model(monkeyp
     assert shared._candidates == alone._candidates
 
 
+def test_auto_solves_the_fractions_not_picked_to_a_looser_gap_and_the_pick_exactly(monkeypatch):
+    import robustream.learners.rgd as rgd
+
+    stream = _stream_with_flip_rates(900, 6, [0.15], seed=1)
+    solved = []  # (per-class fractions, class sizes, tol) of each solve
+
+    def recording(X, signs, *, outlier_fraction, tol, **kwargs):
+        n_pos = int((signs > 0).sum())
+        solved.append((tuple(outlier_fraction), (n_pos, signs.size - n_pos), tol))
+        return solver_solve(X, signs, outlier_fraction=outlier_fraction, tol=tol, **kwargs)
+
+    solver_solve = rgd.solve
+    monkeypatch.setattr(rgd, "solve", recording)
+    model = RGDSVMClassifier(outlier_fraction="auto", window_size=300, coreset_size=100, rebuild_every=150, seed=4)
+    for i, (x, y, _) in enumerate(stream, 1):
+        side = model.flip_side_
+        solved.clear()
+        model.learn_one(x, y)
+        if i % 150 == 0:
+            assert len(solved) >= len(AUTO_FRACTIONS)
+            for rate, (fractions, sizes, tol) in zip(AUTO_FRACTIONS, solved):
+                assert fractions == tuple(model._side_fractions(rate, side, *sizes))
+                assert tol == (rgd._TOL if rate == model.outlier_fraction_ else rgd._CANDIDATE_TOL), (i, rate)
+            assert all(tol == rgd._TOL for *_, tol in solved[len(AUTO_FRACTIONS):])  # other sides: kept models
+    assert rgd._CANDIDATE_TOL > rgd._TOL and model.n_rebuilds_ == 6
+    # a fixed fraction is solved to the kept model's gap
+    solved.clear()
+    fixed = RGDSVMClassifier(outlier_fraction=0.2, rebuild_every=150, seed=4)
+    for x, y, _ in stream[:300]:
+        fixed.learn_one(x, y)
+    assert [tol for *_, tol in solved] == [rgd._TOL, rgd._TOL]
+
+
 def test_sketch_dim_auto_sketches_rebuilds_with_many_features_only(monkeypatch):
     import robustream.learners.rgd as rgd
 
@@ -306,6 +339,45 @@ def test_buffer_matrix_matches_a_direct_construction_and_reuses_columns():
         reused = sum(before.get(id(item)) is buf._columns[id(item)] for item in rows)
         assert reused == (0 if step in (0, 3) else 20), step  # 20 rows stayed in the window of 50
     assert pickle.loads(pickle.dumps(buf))._columns == {}
+
+
+def test_buffer_matrix_of_rows_holding_every_feature_is_dense_and_exact():
+    from robustream.coreset import RowBuffer, feature_order
+
+    rng = np.random.default_rng(1)
+    buf = RowBuffer(window_size=40, coreset_size=10)
+    keys = ["b", "a", 3, "c"]
+    canonical = feature_order([dict.fromkeys(keys)])
+
+    def add(n, keys=canonical, zero=None):
+        for _ in range(n):
+            row = {k: float(rng.normal()) for k in keys}
+            if zero is not None:
+                row[zero] = 0.0  # a row from outside learn_one may hold a zero
+            buf.window.append((row, 1.0))
+
+    def check():
+        rows = buf.rows()
+        features, X = buf.matrix(rows)
+        ref = np.array([[x.get(f, 0.0) for f in features] for x, _ in rows])
+        assert features == feature_order(x for x, _ in rows)
+        np.testing.assert_array_equal(X if isinstance(X, np.ndarray) else X.toarray(), ref)
+        return X
+
+    add(25)
+    assert isinstance(check(), np.ndarray)  # every row holds every feature: no cell to fill in
+    add(10)
+    assert isinstance(check(), np.ndarray)  # new rows converted, the cached ones reused
+    add(1, keys=canonical[:2])  # a row without some features: sparse
+    assert not isinstance(check(), np.ndarray)
+    add(40)  # the short row left the window
+    assert isinstance(check(), np.ndarray)
+    add(1, zero="a")  # a stored zero is not a filled row
+    assert not isinstance(check(), np.ndarray)
+    add(3, keys=canonical + ["new"])  # a feature appears: the old rows lack it
+    assert not isinstance(check(), np.ndarray)
+    add(40, keys=canonical + ["new"])
+    assert isinstance(check(), np.ndarray)
 
 
 def test_auto_never_picks_a_fraction_that_discards_most_of_a_class():

@@ -31,42 +31,48 @@ class RowBuffer:
         self._columns: dict[int, tuple] = {}
         self._features: list[Hashable] = []
         self._index: dict[Hashable, int] = {}
+        self._full = np.arange(0)  # the column indices of a row holding every feature (shared)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        for name in ("_columns", "_features", "_index"):  # a cache keyed by object ids: not for a copy
+        for name in ("_columns", "_features", "_index", "_full"):  # a cache keyed by object ids: not for a copy
             del state[name]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._columns, self._features, self._index = {}, [], {}
+        self._columns, self._features, self._index, self._full = {}, [], {}, np.arange(0)
 
-    def matrix(self, rows: list[tuple[Row, float]]) -> tuple[list[Hashable], sp.csr_matrix]:
-        """``(features, X)``: the canonical feature order of ``rows`` and their CSR matrix over it.
+    def matrix(self, rows: list[tuple[Row, float]]) -> tuple[list[Hashable], np.ndarray | sp.csr_matrix]:
+        """``(features, X)``: the canonical feature order of ``rows`` and their matrix over it.
 
-        The columns are ``feature_order(rows)``; while the rows' feature set is unchanged a row's
-        column indices are kept from the previous call, so a rebuild converts only the rows that
-        arrived since the last one.
+        ``X`` is a dense array when every row holds every feature (a dense stream: no cell to fill
+        in), a CSR matrix otherwise. The columns are ``feature_order(rows)``; while the rows'
+        feature set is unchanged a row's column indices and values are kept from the previous call,
+        so a rebuild converts only the rows that arrived since the last one.
         """
         cache, index = self._columns, self._index
         entries = [cache.get(id(item)) for item in rows]
         missing = [i for i, (e, item) in enumerate(zip(entries, rows)) if e is None or e[0] is not item]
-        features = self._features
+        features, full = self._features, self._full
         # same feature set: no new key in the new rows, and (checked below) no feature left with old rows
         same = bool(rows) and all(index.keys() >= rows[i][0].keys() for i in missing)
         if same:
-            for i, e in zip(missing, _columns_of([rows[i] for i in missing], index)):
+            for i, e in zip(missing, _columns_of([rows[i] for i in missing], features, index, full)):
                 entries[i] = e
-            cols = np.concatenate([e[1] for e in entries])
-            same = bool(np.bincount(cols, minlength=len(features)).all())
+            # a row that holds every feature covers them all; otherwise count the rows of each
+            if not any(e[1] is full for e in entries):
+                same = bool(np.bincount(np.concatenate([e[1] for e in entries]), minlength=len(features)).all())
         if not same:
             features = feature_order(x for x, _ in rows)
             index = {f: j for j, f in enumerate(features)}
-            entries = _columns_of(rows, index)
-            cols = np.concatenate([e[1] for e in entries]) if entries else np.zeros(0, np.int64)
+            full = np.arange(len(features))
+            entries = _columns_of(rows, features, index, full)
         self._columns = {id(e[0]): e for e in entries}
-        self._features, self._index = features, index
+        self._features, self._index, self._full = features, index, full
+        if features and entries and all(e[1] is full for e in entries):
+            return features, np.stack([e[2] for e in entries])
+        cols = np.concatenate([e[1] for e in entries]) if entries else np.zeros(0, np.int64)
         indptr = np.zeros(len(rows) + 1, np.int64)
         np.cumsum([e[1].size for e in entries], out=indptr[1:])
         vals = np.concatenate([e[2] for e in entries]) if entries else np.zeros(0)
@@ -112,21 +118,38 @@ class RowBuffer:
         self.coreset = [rows[i] for i in sorted(chosen)]
 
 
-def _columns_of(items: list[tuple[Row, float]], index: dict) -> list[tuple]:
-    """``(item, column indices, values)`` of each row's non-zero features (one pass over all rows)."""
-    sizes = np.fromiter(map(len, (x for x, _ in items)), np.int64, len(items))
+def _columns_of(items: list[tuple[Row, float]], features: list, index: dict, full: np.ndarray) -> list[tuple]:
+    """``(item, column indices, values)`` of each row's non-zero features (one pass over all rows).
+
+    A row that holds every feature of ``features``, in that order and none of them zero, gets
+    ``full`` (the shared ``arange``) as its column indices: no key is looked up.
+    """
+    n_features = len(features)
+    is_full = [len(x) == n_features and list(x) == features for x, _ in items]
+    sparse = [item for item, f in zip(items, is_full) if not f]
+    sizes = np.fromiter(map(len, (x for x, _ in sparse)), np.int64, len(sparse))
     total = int(sizes.sum())
-    cols = np.fromiter(map(index.__getitem__, chain.from_iterable(x.keys() for x, _ in items)), np.int64, total)
-    vals = np.fromiter(chain.from_iterable(x.values() for x, _ in items), np.float64, total)
-    ends = np.cumsum(sizes).tolist()
+    cols = np.fromiter(map(index.__getitem__, chain.from_iterable(x.keys() for x, _ in sparse)), np.int64, total)
+    vals = np.fromiter(chain.from_iterable(x.values() for x, _ in items), np.float64)
     out = []
-    start = 0
-    for item, end in zip(items, ends):
-        c, v = cols[start:end], vals[start:end]
+    start = sparse_start = 0
+    ends = iter(np.cumsum(sizes).tolist())
+    for item, f in zip(items, is_full):
+        if f:
+            v = vals[start:start + n_features]
+            start += n_features
+            if v.all():  # copies: a cached row must not keep its whole batch's arrays alive
+                out.append((item, full, v.copy()))
+                continue
+            c = full
+        else:
+            end = next(ends)
+            c = cols[sparse_start:end]
+            v = vals[start:start + end - sparse_start]
+            start += end - sparse_start
+            sparse_start = end
         nz = v != 0.0
-        # copies: a cached row must not keep its whole batch's arrays alive
         out.append((item, c.copy(), v.copy()) if nz.all() else (item, c[nz], v[nz]))
-        start = end
     return out
 
 

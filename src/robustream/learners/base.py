@@ -14,6 +14,7 @@ from itertools import repeat
 from typing import Any, Hashable
 
 import numpy as np
+import scipy.sparse as sp
 from river import base
 
 from .. import persist
@@ -203,7 +204,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _matrix(self, snapshot: dict):
         """``(features, X)`` of a snapshot's rows (dense when mostly non-zero); on the caller's thread."""
         features, X = self._buffer.matrix(snapshot["rows"])  # its cache is used by one rebuild at a time
-        if X.nnz > DENSE_ABOVE * X.shape[0] * X.shape[1]:
+        if sp.issparse(X) and X.nnz > DENSE_ABOVE * X.shape[0] * X.shape[1]:
             X = X.toarray()  # dense BLAS products are several times faster than sparse ones on dense rows
         return features, X
 
