@@ -305,3 +305,41 @@ def test_a_shared_gram_matrix_gives_the_same_solution():
     assert np.array_equal(alone.convex_coef, shared.convex_coef)
     with pytest.raises(ValueError, match=r"gram must have shape \(300, 300\)"):
         solve(X, y, gram=np.eye(3), **kw)
+
+
+def test_without_a_tree_sparse_rows_stay_sparse_and_nothing_discarded_gives_the_same_solution(monkeypatch):
+    rng = np.random.default_rng(3)
+    n, d = 240, 40_000  # wide sparse rows: a dense copy would be n x d
+    w = np.zeros(d)
+    w[:30] = rng.normal(size=30)
+    cols = [np.r_[rng.choice(30, 4, replace=False), 30 + rng.choice(d - 30, 6, replace=False)] for _ in range(n)]
+    X = sp.csr_matrix((rng.normal(size=10 * n), np.concatenate(cols), np.arange(0, 10 * n + 1, 10)), shape=(n, d))
+    y = np.where(X @ w > 0, 1.0, -1.0)
+    y[rng.choice(n, 20, replace=False)] *= -1
+    densified = []
+    toarray = sp.csr_matrix.toarray
+
+    def recording(self, *args, **kwargs):
+        densified.append(self.shape)
+        return toarray(self, *args, **kwargs)
+
+    monkeypatch.setattr(sp.csr_matrix, "toarray", recording)
+    flat = solve(X, y, outlier_fraction=(0.0, 0.0), polish="auto", tree_height=0, refit_rounds=0, seed=2)
+    assert (n, d) not in densified and all(shape[1] < d for shape in densified)  # only the (n, n) Gram matrix
+    assert flat.n_tree_nodes == 1 and not flat.outlier_mask.any()
+    # nothing is discarded, so the tree's direction changed nothing: the same solution as with a tree
+    tree = solve(X, y, outlier_fraction=(0.0, 0.0), polish="auto", tree_height=1, boosting_rounds=1,
+                 refit_rounds=0, seed=2)  # fmt: skip
+    assert (n, d) in densified  # (the tree evaluates its nodes on dense rows)
+    np.testing.assert_array_equal(flat.coef, tree.coef)
+    assert flat.intercept == tree.intercept and flat.polish == tree.polish
+    # with outliers to discard, the inliers are trimmed along the root: the class means' difference
+    trimmed = solve(X.toarray(), y, outlier_fraction=(0.1, 0.1), tree_height=0, refit_rounds=0, seed=2)
+    root = np.asarray(X[y > 0].mean(axis=0) - X[y < 0].mean(axis=0)).ravel()
+    margins = y * (X @ root)
+    for s in (1.0, -1.0):
+        n_out = int(np.floor(0.1 * (y == s).sum()))
+        expected = np.sort(np.argsort(np.where(y == s, margins, np.inf), kind="stable")[:n_out])
+        np.testing.assert_array_equal(np.flatnonzero(trimmed.outlier_mask & (y == s)), expected)
+    with pytest.raises(ValueError, match="tree_height must be >= 0"):
+        solve(X, y, tree_height=-1)

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from .blas import single_threaded_blas
 from .kernels.gilbert import mdm_gram
 from .kernels.rgd_tree import rgd_tree, samples_per_node
+from .kernels.selection import trimmed_widths
 from .sketch import JLSketch
 
 POLISH_MODES = ("hard", "soft", "auto")
@@ -277,6 +278,11 @@ def nearest_point(
     return coef, steps, _total_gap(g, sign, coef, cap) <= max(tol * float(w @ w), floor)
 
 
+def _dense_row(row) -> np.ndarray:
+    """A row of a dense array or a CSR matrix as a 1-d array."""
+    return row.toarray().ravel() if sp.issparse(row) else np.asarray(row).ravel()
+
+
 def _max_row_norm2(X) -> float:
     sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
     return float(np.max(sq)) if sq.shape[0] else 0.0
@@ -397,7 +403,8 @@ def solve(
     """Fit one binary RGD-SVM with outliers; ``y`` in {-1, +1}, ``X`` dense or CSR (n, d).
 
     ``outlier_fraction`` is the pair (gamma_pos, gamma_neg) of shares to discard per class.
-    ``tree_rows`` caps the rows the RGD-tree evaluates its nodes on (a stratified random subset;
+    ``tree_height=0``: no tree search; the inliers are trimmed along the root (sparse rows are
+    then never densified, as there is no tree to evaluate on them). ``tree_rows`` caps the rows the RGD-tree evaluates its nodes on (a stratified random subset;
     None = all rows). ``warm_start``: a direction in the row space (full dimension) to root the
     tree at instead of the difference of the class means, typically the previous solution ``w``
     of a stream (a point of the Minkowski difference of rows that are still there).
@@ -419,6 +426,8 @@ def solve(
         raise ValueError(f"polish must be one of {POLISH_MODES}, got {polish!r}")
     if intercept not in INTERCEPT_RULES:
         raise ValueError(f"intercept must be one of {INTERCEPT_RULES}, got {intercept!r}")
+    if tree_height < 0:
+        raise ValueError(f"tree_height must be >= 0, got {tree_height!r}")
     if polish_space not in ("full", "sketch"):
         raise ValueError(f"polish_space must be 'full' or 'sketch', got {polish_space!r}")
     sign = np.asarray(y, dtype=np.float64)
@@ -440,11 +449,11 @@ def solve(
         -1.0: min(int(math.floor(g_neg * n_neg + 1e-9)), n_neg - 1),
     }
 
-    # 1-2: the tree on the (sketched) rows
+    # 1-2: the tree on the (sketched) rows; without a tree, sparse rows stay sparse
     if sketch is not None:
         Z = sketch.transform(X)
     else:
-        Z = X.toarray() if sp.issparse(X) else X
+        Z = X.toarray() if sp.issparse(X) and tree_height > 0 else X
     ZP, ZQ = Z[pos], Z[~pos]
     root = None
     if warm_start is not None and np.any(warm_start):
@@ -453,15 +462,15 @@ def solve(
             raise ValueError(f"warm_start must have shape ({X.shape[1]},), got {w0.shape}")
         root = sketch.transform(w0[None, :])[0] if sketch is not None else w0
     if root is None or not np.any(root):
-        root = ZP.mean(axis=0) - ZQ.mean(axis=0)
+        root = np.asarray(ZP.mean(axis=0) - ZQ.mean(axis=0)).ravel()
     if not np.any(root):
-        root = ZP[0] - ZQ[0]
+        root = _dense_row(ZP[0] - ZQ[0])
     if n_samples is None:
         n_samples = samples_per_node(delta, mu, tree_height)
     # The tree ranks directions by trimmed width; a stratified random subset of rows ranks them
     # almost as well and makes a level cost independent of n. All rows are used for the inliers.
     tree_discard = (n_discard[1.0], n_discard[-1.0])
-    if tree_rows is not None and Z.shape[0] > tree_rows:
+    if tree_height > 0 and tree_rows is not None and Z.shape[0] > tree_rows:
         rng = np.random.default_rng([seed, 1])
         keep_p = max(2, int(round(tree_rows * n_pos / Z.shape[0])))
         keep_q = max(2, tree_rows - keep_p)
@@ -471,12 +480,18 @@ def solve(
             min(int(math.floor(g_pos * ZP.shape[0] + 1e-9)), ZP.shape[0] - 1),
             min(int(math.floor(g_neg * ZQ.shape[0] + 1e-9)), ZQ.shape[0] - 1),
         )
-    direction, tree_width, n_nodes, _ = rgd_tree(
-        ZP, ZQ, tree_discard[0], tree_discard[1], root,
-        tree_height=tree_height, level_width=level_width, n_samples=n_samples,
-        delta=delta, boosting_rounds=boosting_rounds, tol=tol, seed=seed,
-    )  # fmt: skip
-    inlier = _trim(sign * (Z @ direction), sign, n_discard)
+    if tree_height > 0:
+        direction, tree_width, n_nodes, _ = rgd_tree(
+            ZP, ZQ, tree_discard[0], tree_discard[1], root,
+            tree_height=tree_height, level_width=level_width, n_samples=n_samples,
+            delta=delta, boosting_rounds=boosting_rounds, tol=tol, seed=seed,
+        )  # fmt: skip
+    else:  # no search: the inliers are trimmed along the root
+        direction, n_nodes = root, 1
+        proj = _matvec(Z, root)
+        tree_width = float(trimmed_widths(proj[pos][None, :], proj[~pos][None, :], n_discard[1.0], n_discard[-1.0],
+                                          np.array([math.sqrt(float(root @ root))]))[0])  # fmt: skip
+    inlier = _trim(sign * _matvec(Z, direction), sign, n_discard)
 
     # 3-5: polish, map back, trim and refit
     start = None

@@ -12,7 +12,8 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     Same buffer as :class:`~robustream.RGDSVMClassifier` (window + coreset of support rows and
     low-margin inliers), but every rebuild keeps *all* rows: an MDM nearest-point solve of the two
     hulls (``polish="hard"``; when the hulls of noisy data intersect, the reduced hulls with
-    ``nu``), no RGD-tree and no trimming. It shows what explicit outlier removal buys.
+    ``nu``), no RGD-tree and no trimming (so sparse rows stay sparse in every rebuild). It shows
+    what explicit outlier removal buys.
     ``rebuild_lag > 0`` runs the rebuilds in a worker process, as in
     :class:`~robustream.RGDSVMClassifier`.
 
@@ -52,7 +53,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     def _fit_rows(self, X, signs, features, context, seed):
         sol = solve(
             X, signs, outlier_fraction=(0.0, 0.0), polish=self.polish, nu=self.nu,
-            tree_height=1, boosting_rounds=1, refit_rounds=0, seed=seed, polish_start=context.get("polish_start"),
+            tree_height=0, refit_rounds=0, seed=seed, polish_start=context.get("polish_start"),
         )  # fmt: skip
         unit = 0.5 * float(sol.coef @ sol.coef)
         return sol.coef, sol.intercept, sol.outlier_mask, sol.convex_coef, sol.margin_width, unit
