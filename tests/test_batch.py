@@ -152,3 +152,38 @@ def test_multiclass_auto_skips_rates_that_discard_most_of_a_class():
     assert unusable, "the data must make some rates unusable"
     assert not set(unusable) & set(model.auto_scores_), model.auto_scores_
     assert model.score(X, y) > 0.95
+
+
+@pytest.mark.parametrize("case", ["one_vs_rest", "auto"])
+def test_fits_on_the_same_rows_share_one_gram_matrix_and_get_the_same_model(monkeypatch, case):
+    import robustream.batch as batch
+
+    rng = np.random.default_rng(5)
+    if case == "one_vs_rest":
+        centers = rng.normal(scale=3.0, size=(4, 6))
+        y = rng.integers(0, 4, 300)
+        X = centers[y] + rng.normal(size=(300, 6))
+        params = {"outlier_fraction": 0.1}
+        expected_shapes = [(300, 300)]  # one matrix for the four one-vs-rest problems
+    else:
+        split = _noisy_problem(seed=2, d=6)
+        X, y = split.X_train, split.y_train
+        params = {"outlier_fraction": "auto"}
+        n_hold = X.shape[0] // 4
+        expected_shapes = [(X.shape[0],) * 2, (X.shape[0] - n_hold,) * 2]  # all rows; the holdout's fit rows
+    shapes = []
+
+    def counting(rows):
+        shapes.append(rows.shape[0:1] * 2)
+        return gram_matrix(rows)
+
+    gram_matrix = batch.gram_matrix
+    monkeypatch.setattr(batch, "gram_matrix", counting)
+    shared = RGDSVC(random_state=0, **params).fit(X, y)
+    assert shapes == expected_shapes
+    monkeypatch.setattr(batch, "FULL_GRAM_ROWS", 0)  # no sharing: each solve computes its own
+    alone = RGDSVC(random_state=0, **params).fit(X, y)
+    assert shapes == expected_shapes
+    np.testing.assert_array_equal(shared.coef_, alone.coef_)
+    np.testing.assert_array_equal(shared.intercept_, alone.intercept_)
+    np.testing.assert_array_equal(shared.outlier_mask_, alone.outlier_mask_)

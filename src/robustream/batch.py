@@ -15,9 +15,11 @@ from .sketch import SKETCH_KINDS, JLSketch, resolve_sketch_dim
 from .solver import (
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
+    FULL_GRAM_ROWS,
     INTERCEPT_RULES,
     POLISH_MODES,
     discards_most_of_a_class,
+    gram_matrix,
     per_class_outlier_fractions,
     pick_flip_side,
     side_key,
@@ -194,10 +196,12 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"RGDSVC needs samples of at least 2 classes; got 1 class: {self.classes_[0]!r}")
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         if self.outlier_fraction == "auto":
-            self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed)
+            gram = gram_matrix(X) if X.shape[0] <= FULL_GRAM_ROWS else None  # every fit on all rows shares it
+            self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed, gram)
         else:
             self.outlier_fraction_ = self.outlier_fraction
-        self._fit_models(X, y, self.outlier_fraction_, seed)
+            gram = None
+        self._fit_models(X, y, self.outlier_fraction_, seed, gram)
         return self
 
     def _sketch_for(self, n_features: int, seed: int) -> JLSketch | None:
@@ -213,11 +217,15 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             return [np.where(y == self.classes_[1], 1.0, -1.0)]
         return [np.where(y == c, 1.0, -1.0) for c in self.classes_]
 
-    def _fit_models(self, X, y, outlier_fraction, seed) -> None:
+    def _fit_models(self, X, y, outlier_fraction, seed, gram=None) -> None:
+        """One solve per binary problem; ``gram``: ``gram_matrix(X)`` when the caller shares it."""
         coefs, intercepts, widths = [], [], []
         outlier_mask = np.zeros(X.shape[0], dtype=bool)
         self.solutions_ = []
-        for k, y_pm in enumerate(self._binary_problems(y)):
+        problems = self._binary_problems(y)
+        if gram is None and len(problems) > 1 and X.shape[0] <= FULL_GRAM_ROWS:
+            gram = gram_matrix(X)  # one-vs-rest: every class's problem has the same rows
+        for k, y_pm in enumerate(problems):
             n_pos = int((y_pm > 0).sum())
             if isinstance(outlier_fraction, numbers.Real):
                 noise_model = "binary" if self.classes_.size == 2 else "one_vs_rest"
@@ -231,7 +239,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 sketch=self._sketch_for(X.shape[1], seed + k),
                 tree_height=self.tree_height, level_width=self.level_width,
                 boosting_rounds=self.boosting_rounds, delta=self.delta, mu=self.mu,
-                refit_rounds=self.refit_rounds, intercept=self.intercept, tol=self.tol, seed=seed + k,
+                refit_rounds=self.refit_rounds, intercept=self.intercept, tol=self.tol, seed=seed + k, gram=gram,
             )  # fmt: skip
             coefs.append(sol.coef)
             intercepts.append(sol.intercept)
@@ -246,7 +254,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         self.outlier_mask_ = outlier_mask
         self.margin_width_ = widths[0] if len(widths) == 1 else np.asarray(widths)
 
-    def _pick_outlier_fraction(self, X, y, seed):
+    def _pick_outlier_fraction(self, X, y, seed, gram=None):
         rng = np.random.default_rng(seed)
         order = rng.permutation(X.shape[0])
         n_hold = max(1, X.shape[0] // 4)
@@ -257,11 +265,14 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         probe = self.__class__(**self.get_params())
         probe.classes_ = self.classes_
         binary = self.classes_.size == 2
+        X_train = X[train]
+        # the holdout fits share one Gram matrix of their rows, as the side fits share ``gram``
+        gram_train = gram_matrix(X_train) if gram is not None else None
         for r in AUTO_FRACTIONS:
-            side = self._pick_side(probe, X, y, r, seed) if binary else self._one_vs_rest_side(y, r)
+            side = self._pick_side(probe, X, y, r, seed, gram) if binary else self._one_vs_rest_side(y, r)
             if side is None:  # every variant of this rate calls most of a class wrong
                 continue
-            probe._fit_models(X[train], y[train], self._side_fraction(y[train], r, side), seed)
+            probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
             scores[r] = float(np.mean(probe._predict(X[hold]) == y[hold]))
             sides[r] = side
         if not scores:
@@ -286,7 +297,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         n_pos = int((y == self.classes_[1]).sum())
         return side_outlier_fractions(rate, side, n_pos, y.size - n_pos)
 
-    def _pick_side(self, probe, X, y, rate, seed) -> str | None:
+    def _pick_side(self, probe, X, y, rate, seed, gram=None) -> str | None:
         """Where ``rate * n`` wrong labels most likely sit, from fits on all rows: the variants that
         would not discard more than half of an observed class (such a class would mostly hold the
         other one) are compared by :func:`robustream.solver.pick_flip_side`. None if no variant is left.
@@ -298,7 +309,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         for side in AUTO_SIDES:
             if side_unusable(rate, side, n_pos, n_neg):
                 continue
-            probe._fit_models(X, y, self._side_fraction(y, rate, side), seed)
+            probe._fit_models(X, y, self._side_fraction(y, rate, side), seed, gram)
             sol = probe.solutions_[0]
             keys[side] = side_key(X, y_pm, sol.coef, sol.intercept, sol.outlier_mask, sol.margin_width)
         return pick_flip_side(keys)

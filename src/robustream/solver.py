@@ -189,11 +189,27 @@ def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     ]  # fmt: skip
     return min(better)[1] if better else "both"
 
+@single_threaded_blas()
 def gram_matrix(X) -> np.ndarray:
-    """``X @ X.T`` as a dense array (``X`` dense or CSR)."""
+    """``X @ X.T`` as a dense array (``X`` dense or sparse), on the rows as :func:`solve` reads them
+    and with one BLAS thread as there, so a matrix shared by several solves is the one each of them
+    would compute.
+
+    >>> gram_matrix(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    array([[5., 6.],
+           [6., 9.]])
+    """
+    X = _as_rows(X)
     if sp.issparse(X):
         return np.asarray((X @ X.T).toarray())
     return X @ X.T
+
+
+def _as_rows(X):
+    """``X`` as the solver reads it: CSR or C-contiguous, float64 (no copy when it already is)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    return np.ascontiguousarray(X, dtype=np.float64)
 
 
 def _matvec(X, w: np.ndarray) -> np.ndarray:
@@ -437,10 +453,7 @@ def solve(
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError("both classes need at least one row")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-    else:
-        X = np.ascontiguousarray(X, dtype=np.float64)
+    X = _as_rows(X)
     if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
         raise ValueError("X contains NaN or infinite values")
     g_pos, g_neg = outlier_fraction
