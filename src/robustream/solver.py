@@ -189,6 +189,7 @@ def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     ]  # fmt: skip
     return min(better)[1] if better else "both"
 
+
 @single_threaded_blas()
 def gram_matrix(X) -> np.ndarray:
     """``X @ X.T`` as a dense array (``X`` dense or sparse), on the rows as :func:`solve` reads them
@@ -420,10 +421,11 @@ def solve(
 
     ``outlier_fraction`` is the pair (gamma_pos, gamma_neg) of shares to discard per class.
     ``tree_height=0``: no tree search; the inliers are trimmed along the root (sparse rows are
-    then never densified, as there is no tree to evaluate on them). ``tree_rows`` caps the rows the RGD-tree evaluates its nodes on (a stratified random subset;
-    None = all rows). ``warm_start``: a direction in the row space (full dimension) to root the
-    tree at instead of the difference of the class means, typically the previous solution ``w``
-    of a stream (a point of the Minkowski difference of rows that are still there).
+    then never densified, as there is no tree to evaluate on them). ``tree_rows`` caps the rows
+    the RGD-tree evaluates its nodes on (a stratified random subset; None = all rows).
+    ``warm_start``: a direction in the row space (full dimension) to root the tree at instead of
+    the difference of the class means, typically the previous solution ``w`` of a stream (a point
+    of the Minkowski difference of rows that are still there).
     ``polish_start``: non-negative weights per row (the convex coefficients of a previous solution,
     0 elsewhere) the first polish starts from, renormalised on the inliers within the caps.
     ``gram``: ``gram_matrix(X)``, when several solves on the same rows share one (used by a
