@@ -1,5 +1,8 @@
 """RGDSVC: scikit-learn conformance, determinism, multi-class, sparse input, parameter errors."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -171,11 +174,15 @@ def test_fits_on_the_same_rows_share_one_gram_matrix_and_get_the_same_model(monk
         params = {"outlier_fraction": "auto"}
         n_hold = X.shape[0] // 4
         expected_shapes = [(X.shape[0],) * 2, (X.shape[0] - n_hold,) * 2]  # all rows; the holdout's fit rows
-    shapes = []
+    shapes, alive = [], []
 
     def counting(rows):
+        gc.collect()
+        assert all(ref() is None for ref in alive), "one shared Gram matrix alive at a time"
         shapes.append(rows.shape[0:1] * 2)
-        return gram_matrix(rows)
+        K = gram_matrix(rows)
+        alive.append(weakref.ref(K))
+        return K
 
     gram_matrix = batch.gram_matrix
     monkeypatch.setattr(batch, "gram_matrix", counting)
@@ -187,3 +194,36 @@ def test_fits_on_the_same_rows_share_one_gram_matrix_and_get_the_same_model(monk
     np.testing.assert_array_equal(shared.coef_, alone.coef_)
     np.testing.assert_array_equal(shared.intercept_, alone.intercept_)
     np.testing.assert_array_equal(shared.outlier_mask_, alone.outlier_mask_)
+
+
+def test_csr_rows_with_unsorted_or_duplicate_indices_give_the_model_of_their_canonical_form():
+    # a sparse product adds its terms in index order: a Gram matrix shared by several solves must be
+    # computed on the same (canonical) rows each solve reads, also when a sketch is on
+    rng = np.random.default_rng(0)
+    n, d = 300, 60
+    centers = rng.normal(scale=2, size=(3, d))
+    y3 = rng.integers(0, 3, n)
+    D = (centers[y3] + rng.normal(size=(n, d))) * (rng.random((n, d)) < 0.3)
+    y3 = np.where(rng.random(n) < 0.1, rng.integers(0, 3, n), y3)
+    canonical = sp.csr_matrix(D)
+    data, indices, indptr = [], [], [0]
+    for i in range(n):  # every row's columns in reverse order, its first entry split in two halves
+        cols, vals = canonical.indices[canonical.indptr[i]:canonical.indptr[i + 1]], canonical.data[canonical.indptr[i]:canonical.indptr[i + 1]]
+        if cols.size:
+            cols, vals = np.r_[cols[:1], cols[::-1]], np.r_[0.5 * vals[:1], vals[::-1]]
+            vals[-1] *= 0.5  # (halves of a float add up to it exactly)
+        data.extend(vals)
+        indices.extend(cols)
+        indptr.append(len(data))
+    scrambled = sp.csr_matrix((np.array(data), np.array(indices), np.array(indptr)), shape=(n, d))
+    assert not scrambled.has_canonical_format
+    np.testing.assert_array_equal(scrambled.toarray(), D)
+    before = (scrambled.data.copy(), scrambled.indices.copy())
+    for y in ((y3 == 0).astype(int), y3):
+        for of in (0.1, "auto"):
+            kw = {"outlier_fraction": of, "sketch_dim": 8, "random_state": 0}
+            a, b = RGDSVC(**kw).fit(scrambled, y), RGDSVC(**kw).fit(canonical, y)
+            np.testing.assert_array_equal(a.coef_, b.coef_)
+            np.testing.assert_array_equal(a.outlier_mask_, b.outlier_mask_)
+    np.testing.assert_array_equal(scrambled.data, before[0])  # the caller's matrix is left as it was
+    np.testing.assert_array_equal(scrambled.indices, before[1])

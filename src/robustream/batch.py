@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .rows import as_rows
 from .sketch import SKETCH_KINDS, JLSketch, resolve_sketch_dim
 from .solver import (
     AUTO_SIDE_MARGIN,
@@ -195,13 +196,12 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         if self.classes_.size < 2:
             raise ValueError(f"RGDSVC needs samples of at least 2 classes; got 1 class: {self.classes_[0]!r}")
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        X = as_rows(X)  # once: the solves and the Gram matrices they share read the same rows
         if self.outlier_fraction == "auto":
-            gram = gram_matrix(X) if X.shape[0] <= FULL_GRAM_ROWS else None  # every fit on all rows shares it
-            self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed, gram)
+            self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed)
         else:
             self.outlier_fraction_ = self.outlier_fraction
-            gram = None
-        self._fit_models(X, y, self.outlier_fraction_, seed, gram)
+        self._fit_models(X, y, self.outlier_fraction_, seed)
         return self
 
     def _sketch_for(self, n_features: int, seed: int) -> JLSketch | None:
@@ -254,7 +254,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         self.outlier_mask_ = outlier_mask
         self.margin_width_ = widths[0] if len(widths) == 1 else np.asarray(widths)
 
-    def _pick_outlier_fraction(self, X, y, seed, gram=None):
+    def _pick_outlier_fraction(self, X, y, seed):
         rng = np.random.default_rng(seed)
         order = rng.permutation(X.shape[0])
         n_hold = max(1, X.shape[0] // 4)
@@ -264,12 +264,19 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             return 0.2, scores, sides
         probe = self.__class__(**self.get_params())
         probe.classes_ = self.classes_
-        binary = self.classes_.size == 2
+        share = X.shape[0] <= FULL_GRAM_ROWS
+        # the fits on all rows (sides), then the fits on the holdout's training rows, each group
+        # sharing one Gram matrix: one matrix alive at a time
+        if self.classes_.size == 2:
+            gram = gram_matrix(X) if share else None
+            side_of = {r: self._pick_side(probe, X, y, r, seed, gram) for r in AUTO_FRACTIONS}
+            del gram
+        else:
+            side_of = {r: self._one_vs_rest_side(y, r) for r in AUTO_FRACTIONS}
         X_train = X[train]
-        # the holdout fits share one Gram matrix of their rows, as the side fits share ``gram``
-        gram_train = gram_matrix(X_train) if gram is not None else None
+        gram_train = gram_matrix(X_train) if share else None
         for r in AUTO_FRACTIONS:
-            side = self._pick_side(probe, X, y, r, seed, gram) if binary else self._one_vs_rest_side(y, r)
+            side = side_of[r]
             if side is None:  # every variant of this rate calls most of a class wrong
                 continue
             probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)

@@ -57,6 +57,7 @@ import scipy.sparse as sp
 
 from robustream.blas import single_threaded_blas
 from robustream.kernels.dual_cd import dual_cd_csr, dual_cd_dense
+from robustream.rows import as_rows
 
 __all__ = ["RampSolution", "ramp_svm_cccp", "ramp_objective", "RampSVC", "NotFittedError"]
 
@@ -92,10 +93,7 @@ def _as_rows(X, *, name="X"):
     if sp.issparse(X):
         if X.dtype.kind == "c":
             raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
-        X = sp.csr_matrix(X, dtype=np.float64)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
+        X = as_rows(X)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D; got a sparse matrix with shape {X.shape}")
         if not np.all(np.isfinite(X.data)):

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .kernels import jl
+from .rows import as_rows
 
 SKETCH_KINDS = ("gaussian", "achlioptas", "srht", "hashed")
 AUTO_SKETCH_ABOVE, AUTO_SKETCH_DIM = 512, 128  # sketch_dim="auto": k = 128 for more than 512 features
@@ -154,11 +155,8 @@ class JLSketch:
     def transform(self, X: Any) -> np.ndarray:
         """Sketch the rows of a dense array or scipy.sparse matrix; returns a dense (n, k) array."""
         sparse = sp.issparse(X)
-        if sparse:
-            X = sp.csr_matrix(X, dtype=np.float64)
-            X.sum_duplicates()
-        else:
-            X = np.ascontiguousarray(X, dtype=np.float64)
+        X = as_rows(X)
+        if not sparse:
             if X.ndim != 2:
                 raise ValueError(f"X must be 2-D, got shape {X.shape}")
         d = X.shape[1]

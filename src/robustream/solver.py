@@ -32,6 +32,7 @@ from .blas import single_threaded_blas
 from .kernels.gilbert import mdm_gram
 from .kernels.rgd_tree import rgd_tree, samples_per_node
 from .kernels.selection import trimmed_widths
+from .rows import as_rows
 from .sketch import JLSketch
 
 POLISH_MODES = ("hard", "soft", "auto")
@@ -200,17 +201,10 @@ def gram_matrix(X) -> np.ndarray:
     array([[5., 6.],
            [6., 9.]])
     """
-    X = _as_rows(X)
+    X = as_rows(X)
     if sp.issparse(X):
         return np.asarray((X @ X.T).toarray())
     return X @ X.T
-
-
-def _as_rows(X):
-    """``X`` as the solver reads it: CSR or C-contiguous, float64 (no copy when it already is)."""
-    if sp.issparse(X):
-        return sp.csr_matrix(X, dtype=np.float64)
-    return np.ascontiguousarray(X, dtype=np.float64)
 
 
 def _matvec(X, w: np.ndarray) -> np.ndarray:
@@ -455,7 +449,7 @@ def solve(
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError("both classes need at least one row")
-    X = _as_rows(X)
+    X = as_rows(X)
     if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
         raise ValueError("X contains NaN or infinite values")
     g_pos, g_neg = outlier_fraction

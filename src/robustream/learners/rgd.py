@@ -35,8 +35,9 @@ _SIDE_CHECK_EVERY = 4
 _COLD_ROWS = 600
 _COLD_TREE = (6, 10, 3)
 _TOL = 1e-3  # the solver's relative duality gap for the model kept
-# "auto": the fractions not picked only estimate their error rates, so they are solved to a looser
-# gap (a third fewer MDM steps per rebuild, measured; the model kept is always solved to _TOL)
+# "auto": the fractions not picked are solved to a looser gap, as their models only score their
+# fraction and root its next tree (a third fewer MDM steps per rebuild, measured; the model kept is
+# always solved to _TOL)
 _CANDIDATE_TOL = 3e-3
 
 
