@@ -495,12 +495,13 @@ def solve(
             tree_height=tree_height, level_width=level_width, n_samples=n_samples,
             delta=delta, boosting_rounds=boosting_rounds, tol=tol, seed=seed,
         )  # fmt: skip
+        proj = _matvec(Z, direction)
     else:  # no search: the inliers are trimmed along the root
         direction, n_nodes = root, 1
         proj = _matvec(Z, root)
         tree_width = float(trimmed_widths(proj[pos][None, :], proj[~pos][None, :], n_discard[1.0], n_discard[-1.0],
                                           np.array([math.sqrt(float(root @ root))]))[0])  # fmt: skip
-    inlier = _trim(sign * _matvec(Z, direction), sign, n_discard)
+    inlier = _trim(sign * proj, sign, n_discard)
 
     # 3-5: polish, map back, trim and refit
     start = None
