@@ -46,6 +46,26 @@ def test_trimmed_widths_matches_reference():
     assert got[3] == -np.inf
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.integers(128, 700), st.integers(128, 700), st.sampled_from(["normal", "ties", "sorted", "periodic"]), st.data())
+def test_trimmed_widths_on_long_rows_matches_reference(n_pos, n_neg, layout, data):
+    # rows of >= 128 values take the sampled-bracket path; "sorted" and "periodic" rows make the
+    # evenly spaced sample unrepresentative, so the bracket misses and the full selection runs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    pp, pq = rng.normal(size=(3, n_pos)), rng.normal(size=(3, n_neg))
+    if layout == "ties":
+        pp, pq = np.round(pp), np.round(pq * 2.0)
+    elif layout == "sorted":
+        pp, pq = np.sort(pp, axis=1), np.sort(pq, axis=1)[:, ::-1].copy()
+    elif layout == "periodic":
+        pp[:, :: n_pos // 64] = 50.0
+        pq[:, :: n_neg // 64] = -50.0
+    kp = data.draw(st.integers(0, n_pos - 1))
+    kq = data.draw(st.integers(0, n_neg - 1))
+    norms = rng.uniform(0.5, 2.0, 3)
+    assert np.array_equal(S.trimmed_widths(pp, pq, kp, kq, norms), S.trimmed_widths_reference(pp, pq, kp, kq, norms))
+
+
 def _two_classes(rng, n=60, d=5, shift=2.0):
     X = np.r_[rng.normal(shift, 1, (n // 2, d)), rng.normal(-shift, 1, (n - n // 2, d))]
     sign = np.r_[np.ones(n // 2), -np.ones(n - n // 2)]
