@@ -6,7 +6,7 @@ standardised on the train split; test labels are clean. Per seed, in one interle
 
 * ``RGDSVC(random_state=s)`` without a sketch (the reference for the ratios);
 * "tree on sketch": ``RGDSVC(sketch=kind, sketch_dim=k, random_state=s)`` - the RGD-tree runs on
-  the sketch, the polish in full dimension (warm-started from the mapped-back sketch solution);
+  the sketch, the polish in full dimension (on the inliers the tree found);
 * "tree+polish on sketch": ``robustream.solver.solve(..., sketch=JLSketch(k, kind, seed),
   polish_space="sketch")`` with ``outlier_fraction = per_class_outlier_fractions(0.2, n_pos, n_neg)``
   and the seed RGDSVC derives from ``random_state=s`` (so it differs from the RGDSVC run only in

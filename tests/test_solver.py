@@ -190,6 +190,17 @@ def test_map_back_keeps_most_of_the_margin_in_full_dimension(kind):
     assert slab_width(X, y, sol.coef) >= 0.8 * exact
 
 
+@pytest.mark.parametrize("polish", ["hard", "soft"])
+def test_with_a_full_dimension_polish_only_the_tree_reads_the_sketch(polish):
+    # nothing to discard: the tree cannot change the inliers, so the polish (in full dimension,
+    # from the same start) must give the solution found without a sketch
+    X, y, sketch = _map_back_case("gaussian", d=300, k=32, n=120)
+    plain = solve(X, y, outlier_fraction=(0.0, 0.0), polish=polish, refit_rounds=0)
+    sketched = solve(X, y, outlier_fraction=(0.0, 0.0), polish=polish, sketch=sketch, refit_rounds=0)
+    np.testing.assert_array_equal(sketched.convex_coef, plain.convex_coef)
+    assert sketched.polish_iterations == plain.polish_iterations
+
+
 def test_sparse_and_dense_rows_give_the_same_solution():
     X, y = separable_instance(5, n=60, d=8)
     y[:4] *= -1

@@ -62,8 +62,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     sketch : str, default="achlioptas"
         JL sketch kind used when ``sketch_dim`` is set: gaussian, achlioptas, srht or hashed.
     sketch_dim : int, "auto" or None, default=None
-        Dimension of the sketch the RGD-tree runs on (the polish runs in full dimension,
-        warm-started from the mapped-back sketch solution). ``"auto"`` sketches to 128 when
+        Dimension of the sketch the RGD-tree runs on (the polish runs in full dimension on the
+        inliers the tree found). ``"auto"`` sketches to 128 when
         d > 512, None never sketches.
     tree_height, level_width, boosting_rounds : int, default=6, 10, 3
         RGD-tree height h, nodes kept per level L, and re-rooting rounds.

@@ -12,9 +12,10 @@ Steps (labels in {-1, +1}; P = positive rows, Q = negative rows):
    solution of the inliers) or of the reduced convex hulls with coefficients capped at
    ``1/(nu * n_c)`` (``"soft"``: nu-SVM geometry, for classes that overlap even without the
    flipped labels). Either way ``w = sum a_i x_i - sum b_j x_j`` with convex ``a``, ``b``.
-4. Map back: the same coefficients over the full-dimension rows give ``w`` in R^d (if the polish
-   ran on the sketch, a full-dimension polish warm-started from those coefficients follows unless
-   ``polish_space="sketch"``).
+4. Map back: the same coefficients over the full-dimension rows give ``w`` in R^d. By default
+   (``polish_space="full"``) only the tree runs on the sketch and the polish runs on the
+   full-dimension rows of the inliers it found; ``polish_space="sketch"`` polishes on the sketch
+   too and maps those convex coefficients back.
 5. Intercept: the bisector of the two nearest points; then re-mark the ``floor(gamma_c n_c)``
    lowest-margin rows of each class as outliers and polish again, until the outlier set is stable
    (each such step is one CCCP step of the ramp loss, started from the tree's global search).
@@ -535,16 +536,11 @@ def solve(
 
     def polish_once(inlier_mask, soft, nu_eff, previous):
         cap = _caps(sign, inlier_mask, soft, nu_eff)
-        start = _feasible_start(sign, inlier_mask, cap, previous, Z if sketch is not None else X)
-        steps = 0
-        if sketch is not None:
-            start, steps, ok = nearest_in("sketch", cap, start)
-        coef = start
-        if sketch is None or polish_space == "full":
-            coef, it, ok_full = nearest_in("full", cap, start)
-            steps += it
-            ok = ok_full and (sketch is None or ok)  # a capped sketch-stage polish is reported too
-        return coef, steps, ok
+        # Only the tree needs the sketch: a full-dimension polish started from a sketch-space one
+        # took more MDM steps than started from the tree's inliers (benchmarks/sketch_speed.py).
+        space = "sketch" if sketch is not None and polish_space == "sketch" else "full"
+        start = _feasible_start(sign, inlier_mask, cap, previous, Z if space == "sketch" else X)
+        return nearest_in(space, cap, start)
 
     def polish_on(inlier_mask, soft, previous):
         """Polish; when the (reduced) hulls of the inliers intersect (w = 0), shrink them."""
