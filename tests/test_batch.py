@@ -90,6 +90,7 @@ def test_sketched_fit_on_wide_data():
         ({"outlier_fraction": 0.7}, "outlier_fraction"),
         ({"outlier_fraction": "most"}, "outlier_fraction"),
         ({"outlier_fraction": (0.1, 0.2, 0.3)}, "outlier_fraction pair"),
+        ({"outlier_fraction": None}, "outlier_fraction must be a float, a pair or 'auto', got None"),
         ({"polish": "shiny"}, "polish"),
         ({"nu": 0.0}, "nu"),
         ({"sketch": "fourier"}, "sketch"),
@@ -102,6 +103,13 @@ def test_bad_parameters_name_the_parameter(params, match):
     X, y = make_gaussian_classes((20, 20), d=3, seed=0)
     with pytest.raises(ValueError, match=match):
         RGDSVC(**params).fit(X, y)
+
+
+def test_an_outlier_fraction_pair_may_be_a_numpy_array():
+    X, y = make_gaussian_classes((30, 30), d=3, seed=0)
+    a = RGDSVC(outlier_fraction=np.array([0.1, 0.0]), random_state=0).fit(X, y)
+    b = RGDSVC(outlier_fraction=(0.1, 0.0), random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
 def test_multiclass_trims_each_one_vs_rest_problem_by_its_own_noise_model():

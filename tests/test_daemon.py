@@ -167,6 +167,10 @@ def test_state_refuses_what_is_not_on_the_allowlist():
         encode_state(pair)  # tuple -> list -> tuple: the tuple would be needed before it exists
     with pytest.raises(StateError, match="lambda"):
         encode_state({"f": lambda v: v})
+    import copy
+
+    with pytest.raises(StateError, match="cannot write copy.deepcopy: not on the allowlist"):
+        encode_state({"factory": copy.deepcopy})  # it would be written, and refused by every load
     with pytest.raises(StateError, match="unsupported model state format"):
         decode_state({"format": 99})
 
@@ -222,12 +226,54 @@ def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
         (["--param", "oops"], {}, "--param 'oops': expected key=value"),
         (["--log-format", "xml"], {}, "--log-format: expected text or json"),
         (["--config", "/nonexistent.toml"], {}, "--config /nonexistent.toml: cannot read"),
+        (["--accuracy-window", "0"], {}, "--accuracy-window: must be at least 1"),
+        (["--max-poll-records", "0"], {}, "--max-poll-records: must be at least 1"),
+        (["--metrics-port", "70000"], {}, "--metrics-port: expected a port number 0-65535"),
+        (["--log-level", "verbose"], {}, "--log-level: expected one of DEBUG, INFO, WARNING, ERROR"),
+        (["--security-protocol", "BOGUS"], {}, "--security-protocol: expected one of PLAINTEXT"),
+        (["--checkpoint-interval", "inf"], {}, "--checkpoint-interval (from command line): expected a finite"),
+        (["--labels", "1,1.0"], {}, "--labels: '1' and '1.0' are the same label"),
+        (["--labels", "0,false"], {}, "--labels: '0' and 'false' are the same label"),
+        (["--labels", "null,1"], {}, "--labels: 'null' cannot be a label"),
+        (["--labels", "NaN,1"], {}, "--labels: 'NaN' is not a finite number"),
+        (["--param", "clip_gradient=Infinity"], {}, "--param 'clip_gradient=Infinity': 'Infinity' is not a finite"),
+        (["--param", "l2=1e400"], {}, "--param 'l2=1e400': '1e400' is not a finite number"),
     ],
 )
 def test_bad_options_name_the_option(argv, env, message):
     with pytest.raises(ValueError) as err:
         resolve(build_parser().parse_args(["serve", *argv]), environ=env)
     assert message in str(err.value)
+
+
+def test_numbers_from_a_toml_file_are_not_truncated_and_choices_are_case_blind(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("checkpoint-every = 1.9\n")
+    with pytest.raises(ValueError, match="--checkpoint-every .*expected a non-negative integer, got 1.9"):
+        resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    path.write_text("checkpoint-every = 2.0\nmetrics-port = true\n")
+    with pytest.raises(ValueError, match="--metrics-port .*got True"):
+        resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    path.write_text("checkpoint-every = 2.0\nsecurity-protocol = 'sasl_ssl'\nlog-level = 'debug'\n")
+    cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    assert (cfg.checkpoint_every, cfg.security_protocol, cfg.log_level) == (2, "SASL_SSL", "DEBUG")
+
+
+def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_start_up(tmp_path):
+    from robustream.daemon.service import Daemon
+
+    def daemon(*argv):
+        return Daemon(resolve(build_parser().parse_args(["serve", "--checkpoint-dir", str(tmp_path), *argv]),
+                              environ={}))  # fmt: skip
+
+    with pytest.raises(ValueError, match="l2=abc: the model fails on a first message"):
+        daemon("--learner", "river:LogisticRegression", "--param", "l2=abc")
+    with pytest.raises(ValueError, match="rebuild_every=true: rebuild_every must be a positive integer, got True"):
+        daemon("--param", "rebuild_every=true")
+    # its state refers to copy.deepcopy: written, it could never be loaded back
+    with pytest.raises(ValueError, match="SoftmaxRegression: the model cannot be checkpointed .*copy.deepcopy"):
+        daemon("--learner", "river:SoftmaxRegression", "--labels", "0,1,2")
+    assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_metric_names_are_all_exported():
@@ -326,6 +372,9 @@ def test_producer_settings_pass_through_but_acks_stays_all(tmp_path):
     assert daemon("linger_ms=0", "batch_size=1024").producer_settings["linger_ms"] == 0
     with pytest.raises(ValueError, match="acks=1: the daemon produces with acks=all"):
         daemon("acks=1")
+    for key in ("group_id=other", "bootstrap_servers=x:1", "enable_auto_commit=true", "value_serializer=str"):
+        with pytest.raises(ValueError, match=f"--kafka-option {key.split('=')[0]}: not settable here"):
+            daemon(key)
 
 
 def test_model_files_are_the_canonical_json_of_their_document(tmp_path):

@@ -223,6 +223,60 @@ def test_corrupt_newest_checkpoint_starts_from_the_previous_one(broker, tmp_path
     assert set(_ids(preds)) == {k for k, _ in messages}
 
 
+def _wait_until(condition, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.2)
+
+
+def _owned(d: DaemonThread) -> int:
+    consumer = d.daemon.consumer
+    return len(consumer.assignment()) if consumer is not None else 0
+
+
+def test_after_a_fallback_a_partition_taken_over_later_resumes_at_the_group_offset(broker, tmp_path):
+    # A falls back to an older checkpoint, which may take back only the partitions A holds from its
+    # start; a partition it takes over later from B starts where B committed, not at A's old offset
+    broker.create_topics({"in_fb": 2})
+    bootstrap = broker.bootstrap_servers
+    messages = labelled_messages(1400)
+    a_args = serve_args(bootstrap, tmp_path / "a", "--input-topic", "in_fb", "--checkpoint-every", "50")
+    b_args = serve_args(bootstrap, tmp_path / "b", "--input-topic", "in_fb", "--checkpoint-every", "50")
+    for start in (0, 200):  # two runs: every checkpoint of the second holds offsets of both partitions
+        produce(bootstrap, "in_fb", messages[start:start + 200], partitions=2)
+        with DaemonThread(a_args) as a:
+            a.wait_processed(200)
+            assert a.stop() == 0
+    paths = CheckpointStore(tmp_path / "a").paths()
+    paths[-1].write_bytes(paths[-1].read_bytes()[:100])  # torn newest checkpoint: A falls back
+    assert len(CheckpointStore(tmp_path / "a").load_latest().offsets) == 2
+    with DaemonThread(b_args) as b:
+        _wait_until(lambda: _owned(b) == 2, "B holds both partitions")
+        with DaemonThread(a_args) as a:
+            assert a.daemon.metrics.value("robustream_checkpoint_fallbacks_total") == 1
+            _wait_until(lambda: _owned(a) == 1 and _owned(b) == 1, "A and B hold one partition each")
+            produce(bootstrap, "in_fb", messages[400:1300], partitions=2)
+
+            def settled():  # B's count stops moving once its partition is read to the end
+                seen = b.daemon.n_processed
+                time.sleep(2)
+                return seen > 0 and a.daemon.n_processed > 0 and b.daemon.n_processed == seen
+
+            _wait_until(settled, "B has read its partition to the end")
+            assert b.stop() == 0  # commits what it processed
+            _wait_until(lambda: _owned(a) == 2, "A takes B's partition over")
+            time.sleep(2)
+            before = a.daemon.n_processed
+            produce(bootstrap, "in_fb", messages[1300:], partitions=2)
+            a.wait_processed(before + 100)
+            time.sleep(3)
+            # B stopped gracefully and committed everything: A has only the 100 new messages to process
+            assert a.daemon.n_processed - before == 100
+            assert a.stop() == 0
+
+
 def test_two_daemons_in_one_group_share_the_partitions_and_account_for_every_id(broker, tmp_path):
     broker.create_topics({"in4": 4})
     messages = labelled_messages(2000)

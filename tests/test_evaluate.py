@@ -1,5 +1,6 @@
 """Label-noise streams and clean-label evaluation."""
 
+import numpy as np
 import pytest
 from river import datasets, linear_model
 
@@ -23,7 +24,9 @@ def test_multiclass_flips_go_to_another_label():
         assert y_noisy in "abc"
     assert any(yn != yc for _, yn, yc in noisy_stream(rows, flip=0.5, labels="abc"))
     with pytest.raises(ValueError, match="not a bool"):
-        list(noisy_stream(rows, flip=0.9))
+        list(noisy_stream(rows, flip=0.0))  # checked on every row, not only where a flip is drawn
+    numpy_bools = [({"a": 1.0}, np.bool_(i % 2)) for i in range(100)]
+    assert all(yn == (not yc) for _, yn, yc in noisy_stream(numpy_bools, flip=0.9999, seed=0))
     with pytest.raises(ValueError, match="flip"):
         list(noisy_stream(rows, flip=1.5))
 

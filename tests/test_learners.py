@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river import checks, datasets, metrics, preprocessing
+from river import checks, datasets, linear_model, metrics, preprocessing
 
 from robustream import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier, persist  # noqa: F401
 from robustream.batch import AUTO_FRACTIONS
@@ -469,6 +469,77 @@ def test_invalid_outlier_fraction_is_rejected():
     for bad in ("automatic", 0.5, -0.1, True):
         with pytest.raises(ValueError, match="outlier_fraction must be"):
             RGDSVMClassifier(outlier_fraction=bad)
+
+
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier])
+def test_a_mistyped_polish_or_nu_is_rejected_at_construction(cls):
+    # a ValueError in a solve only counts a failed rebuild: the model would silently stay on its warm start
+    with pytest.raises(ValueError, match="polish must be one of"):
+        cls(polish="sfot")
+    for nu in (0.0, 5, -1, True):
+        with pytest.raises(ValueError, match="nu must be in"):
+            cls(nu=nu)
+    with pytest.raises(ValueError, match="rebuild_every must be a positive integer, got True"):
+        cls(rebuild_every=True)
+
+
+@pytest.mark.parametrize("label", [-1, 2, "yes", 0.5, None])
+def test_labels_other_than_booleans_or_0_1_are_rejected_by_name(label):
+    # read as bool(y), -1/+1 or "no"/"yes" labels were all one class and every rebuild failed
+    model = RGDSVMClassifier()
+    with pytest.raises(ValueError, match=f"label {label!r}: RGDSVMClassifier is a binary learner"):
+        model.learn_one({"a": 1.0}, label)
+    with pytest.raises(ValueError, match="binary learner"):
+        model.outlier_score_one({"a": 1.0}, label)
+    for ok in (True, False, 1, 0, np.True_, 1.0):
+        model.learn_one({"a": 1.0}, ok)
+
+
+def test_a_feature_value_that_is_not_a_number_is_named_when_learning_and_predicting():
+    model = RGDSVMClassifier()
+    model.learn_one({"a": 1.0}, True)
+    for call in (lambda x: model.learn_one(x, True), model.predict_one, model.predict_proba_one):
+        with pytest.raises(ValueError, match="feature 'city': 'Paris' is not a number"):
+            call({"a": 1.0, "city": "Paris"})
+
+
+def test_a_failed_rebuild_warns_with_its_reason_and_huge_values_do_not_crash():
+    rng = np.random.default_rng(0)
+    model = RGDSVMClassifier(rebuild_every=20, window_size=40, coreset_size=10)
+    with pytest.warns(RuntimeWarning, match="rebuild failed, the previous model stays in use .*not finite"):
+        for _ in range(40):
+            y = bool(rng.random() < 0.5)
+            model.learn_one({"a": (1.0 if y else -1.0) * 1e154, "b": 1e154}, y)  # squares overflow
+    assert model.n_failed_rebuilds_ >= 1 and model.n_rebuilds_ == 0
+    assert model.predict_one({"a": 1e154, "b": 1e154}) in (False, True)
+
+
+def test_an_srht_sketch_wider_than_the_rows_is_capped_as_in_rgdsvc():
+    model = RGDSVMClassifier(sketch="srht", sketch_dim=64, rebuild_every=50, window_size=100, coreset_size=50)
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        y = bool(rng.random() < 0.5)
+        model.learn_one({f"f{j}": float(v) + (1.0 if y else -1.0) for j, v in enumerate(rng.normal(size=4))}, y)
+    assert model.n_rebuilds_ == 4 and model.n_failed_rebuilds_ == 0
+
+
+def test_probabilities_are_not_overconfident_on_overlapping_classes():
+    # inliers are nearly separable by construction: a slope fitted on them alone ran to ~50, giving
+    # wrong predictions with p > 0.999 and a log loss 4.7x River LogisticRegression's here
+    rng = np.random.default_rng(2)
+    rows = [({"x": float(rng.normal(1.0 if y else -1.0))}, bool(y)) for y in rng.random(3000) < 0.5]
+    model, lr = RGDSVMClassifier(rebuild_every=250, seed=0), linear_model.LogisticRegression()
+    for x, y in rows[:2000]:
+        model.learn_one(x, y)
+        lr.learn_one(x, y)
+    losses = {}
+    for name, m in (("rgd", model), ("lr", lr)):
+        loss = metrics.LogLoss()
+        for x, y in rows[2000:]:
+            loss.update(y, m.predict_proba_one(x))
+        losses[name] = loss.get()
+    assert losses["rgd"] < 1.2 * losses["lr"], losses
+    assert not any(max(model.predict_proba_one(x).values()) > 0.999 and model.predict_one(x) != y for x, y in rows[2000:])
 
 
 def test_recovers_from_a_rotated_concept_within_about_one_window():

@@ -186,6 +186,35 @@ def test_filter_skips_the_expected_fraction_mostly_flipped_rows(fraction):
         assert model.classifier is not None and model.classifier.taught == []  # the argument was cloned
 
 
+@pytest.mark.parametrize("score", ["exact", "bound"])
+def test_tied_or_drifting_scores_do_not_skip_far_more_than_the_removal_fraction(score):
+    # repeated rows and one-hot features give runs of equal (or steadily falling) scores: every
+    # one of them was ranked "lowest" and skipped (63-99% of the stream at removal_fraction 0.2)
+    rng = np.random.default_rng(0)
+    streams = {
+        "two repeated rows": lambda y: {"a": 1.0, "b": 2.0} if y else {"a": -1.0, "b": 0.5},
+        "one-hot": lambda y: {f"c{rng.integers(3) + (3 if y else 0)}": 1.0},
+    }
+    for name, row in streams.items():
+        model = ORDIFilter(linear_model.LogisticRegression(), removal_fraction=0.2, score=score, grace_period=10,
+                           window_size=100)  # fmt: skip
+        for _ in range(1000):
+            y = bool(rng.random() < 0.5)
+            model.learn_one(row(y), y)
+        assert model.n_skipped_ <= 1.25 * 0.2 * 1000 + 2, (name, model.n_skipped_)
+        assert model.outlier_rate_ <= 1.25 * 0.2 + 0.01, (name, model.outlier_rate_)
+
+
+def test_a_feature_that_is_not_a_finite_number_is_rejected_by_name():
+    model = ORDIFilter(linear_model.LogisticRegression())
+    model.learn_one({"a": 1.0}, True)
+    with pytest.raises(ValueError, match="feature 'v' is not a finite number: nan"):
+        model.learn_one({"a": 1.0, "v": float("nan")}, False)
+    with pytest.raises(ValueError, match="feature 'city': 'Paris' is not a number"):
+        model.learn_one({"a": 1.0, "city": "Paris"}, False)
+    assert np.all(np.isfinite(model.mean_))  # the statistics did not take the row in
+
+
 def test_wrapped_logistic_regression_beats_the_bare_one_on_noisy_streams():
     gains = []
     for seed in range(3):

@@ -12,13 +12,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .rows import as_rows
-from .sketch import SKETCH_KINDS, JLSketch, resolve_sketch_dim
+from .sketch import SKETCH_KINDS, JLSketch, make_sketch
 from .solver import (
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
     INTERCEPT_RULES,
-    POLISH_MODES,
+    check_polish,
     discards_most_of_a_class,
     gram_matrix,
     per_class_outlier_fractions,
@@ -159,15 +159,15 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             if not 0.0 <= of < 0.5:
                 raise ValueError(f"outlier_fraction must be in [0, 0.5), got {of!r}")
         else:
-            pair = tuple(of)
+            try:
+                pair = tuple(of)
+            except TypeError:
+                raise ValueError(f"outlier_fraction must be a float, a pair or 'auto', got {of!r}") from None
             if len(pair) != 2 or not all(isinstance(v, numbers.Real) and 0.0 <= v < 1.0 for v in pair):
                 raise ValueError(f"outlier_fraction pair must be two floats in [0, 1), got {of!r}")
         if self.intercept not in INTERCEPT_RULES:
             raise ValueError(f"intercept must be one of {INTERCEPT_RULES}, got {self.intercept!r}")
-        if self.polish not in POLISH_MODES:
-            raise ValueError(f"polish must be one of {POLISH_MODES}, got {self.polish!r}")
-        if not (isinstance(self.nu, numbers.Real) and 0.0 < self.nu <= 1.0):
-            raise ValueError(f"nu must be in (0, 1], got {self.nu!r}")
+        check_polish(self.polish, self.nu)
         if self.sketch not in SKETCH_KINDS:
             raise ValueError(f"sketch must be one of {SKETCH_KINDS}, got {self.sketch!r}")
         sd = self.sketch_dim
@@ -197,7 +197,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"RGDSVC needs samples of at least 2 classes; got 1 class: {self.classes_[0]!r}")
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         X = as_rows(X)  # once: the solves and the Gram matrices they share read the same rows
-        if self.outlier_fraction == "auto":
+        if isinstance(self.outlier_fraction, str):  # "auto" (checked above); an array pair compares per item
             self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed)
         else:
             self.outlier_fraction_ = self.outlier_fraction
@@ -205,12 +205,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         return self
 
     def _sketch_for(self, n_features: int, seed: int) -> JLSketch | None:
-        k = resolve_sketch_dim(self.sketch_dim, n_features)
-        if k is None:
-            return None
-        if self.sketch == "srht":
-            k = min(int(k), 1 << int(np.ceil(np.log2(max(n_features, 1)))))
-        return JLSketch(int(k), self.sketch, seed, hash_nnz=min(4, int(k)))
+        return make_sketch(self.sketch, self.sketch_dim, n_features, seed)
 
     def _binary_problems(self, y):
         if self.classes_.size == 2:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any, Hashable, Iterable, Iterator, Sequence
 
+import numpy as np
 from river import metrics as river_metrics
 
 
@@ -32,11 +33,11 @@ def noisy_stream(
         raise ValueError(f"flip must be in [0, 1), got {flip!r}")
     rng = random.Random(seed)
     for x, y in stream:
+        if labels is None and not isinstance(y, (bool, np.bool_)):
+            raise ValueError(f"label {y!r} is not a bool: pass labels=[...] for multi-class streams")
         if rng.random() < flip:
             if labels is None:
-                if not isinstance(y, bool):
-                    raise ValueError(f"label {y!r} is not a bool: pass labels=[...] for multi-class streams")
-                yield x, not y, y
+                yield x, not bool(y), y
             else:
                 others = [c for c in labels if c != y]
                 if len(others) == len(labels):

@@ -224,3 +224,21 @@ class JLSketch:
         if state.get("n_features") is not None:
             sk.fit(state["n_features"])
         return sk
+
+
+def make_sketch(kind: str, sketch_dim: int | str | None, n_features: int, seed: int) -> JLSketch | None:
+    """The :class:`JLSketch` an estimator uses for rows of ``n_features`` columns (None: no sketch).
+
+    ``sketch_dim`` as :func:`resolve_sketch_dim` reads it; a ``"srht"`` sketch keeps at most as many
+    coordinates as the padded Hadamard transform has, so a small ``n_features`` caps it.
+
+    >>> make_sketch("srht", 64, 10, seed=0).sketch_dim, make_sketch("gaussian", "auto", 100, seed=0)
+    (16, None)
+    """
+    k = resolve_sketch_dim(sketch_dim, n_features)
+    if k is None:
+        return None
+    k = int(k)
+    if kind == "srht":
+        k = min(k, 1 << int(np.ceil(np.log2(max(n_features, 1)))))
+    return JLSketch(k, kind, seed, hash_nnz=min(4, k))

@@ -24,6 +24,7 @@ Steps (labels in {-1, +1}; P = positive rows, Q = negative rows):
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +58,21 @@ class Solution:
     polish_iterations: int
     converged: bool
     info: dict = field(default_factory=dict)
+
+
+def check_polish(polish: str, nu: float) -> None:
+    """The ``polish`` mode and ``nu`` an estimator hands to :func:`solve`, checked where it is built
+    (a learner turns a ValueError of a solve into a failed rebuild, which must not hide a typo).
+
+    >>> check_polish("sfot", 0.3)
+    Traceback (most recent call last):
+    ...
+    ValueError: polish must be one of ('hard', 'soft', 'auto'), got 'sfot'
+    """
+    if polish not in POLISH_MODES:
+        raise ValueError(f"polish must be one of {POLISH_MODES}, got {polish!r}")
+    if not (isinstance(nu, numbers.Real) and not isinstance(nu, bool) and 0.0 < nu <= 1.0):
+        raise ValueError(f"nu must be in (0, 1], got {nu!r}")
 
 
 def per_class_outlier_fractions(

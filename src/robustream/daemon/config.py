@@ -10,6 +10,7 @@ environment and a list or a table in the file.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,13 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("log-format", "str", "text", "text or json (one JSON object per line)"),
     ("log-level", "str", "INFO", "DEBUG, INFO, WARNING or ERROR"),
 )
+
+# options with a fixed set of values (compared in upper case, as kafka-python expects them)
+_CHOICES = {
+    "log-level": ("DEBUG", "INFO", "WARNING", "ERROR"),
+    "security-protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    "sasl-mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"),
+}
 
 _SECURITY_KEYS = ("security-protocol", "sasl-mechanism", "sasl-plain-username", "sasl-plain-password",
                   "ssl-cafile", "ssl-certfile", "ssl-keyfile", "ssl-check-hostname")  # fmt: skip
@@ -119,12 +127,15 @@ class ServeConfig:
 
     @property
     def label_values(self) -> list[Any]:
-        return [parse_value(v) for v in self.values["labels"]]
+        try:
+            return [parse_value(v) for v in self.values["labels"]]
+        except ValueError as exc:
+            raise ValueError(f"--labels: {exc}") from None
 
     def kafka_settings(self) -> dict[str, Any]:
         """Settings passed to both KafkaConsumer and KafkaProducer (security + ``--kafka-option``)."""
         out = {_dest(k): self.values[_dest(k)] for k in _SECURITY_KEYS if self.values[_dest(k)] is not None}
-        out.update(parse_params(self.values["kafka_option"]))
+        out.update(parse_params(self.values["kafka_option"], option="--kafka-option"))
         return out
 
 
@@ -132,16 +143,18 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
     try:
         if raw is None:
             return None
+        if isinstance(raw, bool) and kind in ("int", "float"):
+            raise ValueError
         if kind == "int":
-            if isinstance(raw, bool):
-                raise ValueError
+            if isinstance(raw, float) and not raw.is_integer():
+                raise ValueError  # int() would truncate 1.9 from a TOML file to 1
             value = int(raw)
             if value < 0:
                 raise ValueError
             return value
         if kind == "float":
             value = float(raw)
-            if not value >= 0:
+            if not (math.isfinite(value) and value >= 0):
                 raise ValueError
             return value
         if kind == "bool":
@@ -160,7 +173,7 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
             return [str(v) for v in raw]
         return str(raw)
     except (ValueError, TypeError, argparse.ArgumentTypeError):
-        expected = {"int": "a non-negative integer", "float": "a non-negative number", "bool": "true or false",
+        expected = {"int": "a non-negative integer", "float": "a finite non-negative number", "bool": "true or false",
                     "csv": "comma-separated non-empty values"}.get(kind, "a value")  # fmt: skip
         raise ValueError(f"{flag} (from {source}): expected {expected}, got {raw!r}") from None
 
@@ -204,13 +217,36 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
             values[dest] = default
     if values["log_format"] not in ("text", "json"):
         raise ValueError(f"--log-format: expected text or json, got {values['log_format']!r}")
-    if len(values["labels"]) < 2:
-        raise ValueError(f"--labels: need at least two label values, got {values['labels']!r}")
-    if len(set(values["labels"])) != len(values["labels"]):
-        raise ValueError(f"--labels: repeated label value in {values['labels']!r}")
-    if values["checkpoint_every"] < 1 or values["checkpoint_keep"] < 1:
-        raise ValueError("--checkpoint-every and --checkpoint-keep must be at least 1")
+    for flag, allowed in _CHOICES.items():
+        dest = _dest(flag)
+        if values[dest] is not None:
+            values[dest] = values[dest].upper()
+            if values[dest] not in allowed:
+                raise ValueError(f"--{flag}: expected one of {', '.join(allowed)}, got {values[dest]!r}")
+    for flag in ("checkpoint-every", "checkpoint-keep", "accuracy-window", "max-poll-records"):
+        if values[_dest(flag)] < 1:
+            raise ValueError(f"--{flag}: must be at least 1, got {values[_dest(flag)]}")
+    if values["metrics_port"] > 65535:
+        raise ValueError(f"--metrics-port: expected a port number 0-65535, got {values['metrics_port']}")
     cfg = ServeConfig(values)
+    check_labels(cfg.label_values, values["labels"])
     cfg.learner_params  # noqa: B018 - validate key=value now
     cfg.kafka_settings()
     return cfg
+
+
+def check_labels(labels: list[Any], texts: list[str] | None = None) -> None:
+    """``--labels`` must name at least two different classes: no null or NaN, no two values that are
+    equal once parsed (``1``, ``1.0`` and ``true`` are one label to a learner)."""
+    shown = texts if texts is not None else labels
+    if len(labels) < 2:
+        raise ValueError(f"--labels: need at least two label values, got {shown!r}")
+    for text, value in zip(shown, labels):
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            raise ValueError(f"--labels: {text!r} cannot be a label (a null label means: unlabelled)")
+        if not isinstance(value, (str, int, float)):
+            raise ValueError(f"--labels: {text!r} is not a string, number or boolean")
+    for i, a in enumerate(labels):
+        for b in labels[:i]:
+            if a == b:
+                raise ValueError(f"--labels: {shown[labels.index(b)]!r} and {shown[i]!r} are the same label")

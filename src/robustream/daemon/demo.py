@@ -10,6 +10,8 @@ margin width, prints the metrics URL and a summary, and shuts everything down.
 from __future__ import annotations
 
 import json
+import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -69,6 +71,8 @@ class _Progress:
 def run_demo(args) -> int:
     """Entry point of ``robustream demo``; returns the exit code."""
     try:
+        if args.partitions < 1:
+            raise ValueError(f"--partitions: must be at least 1, got {args.partitions}")
         dataset = _pick_dataset(args.dataset)
         messages = list(dataset_messages(dataset, flip=args.flip, seed=args.seed, max_samples=args.max_samples))
     except (ValueError, OSError) as exc:
@@ -81,6 +85,8 @@ def run_demo(args) -> int:
         print(f"robustream demo: error: {exc}", file=sys.stderr)
         return 2
     workdir = tempfile.mkdtemp(prefix="robustream-demo-")
+    # SIGTERM ends the demo like Ctrl-C: through the finally below, so the broker does not outlive it
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         broker.create_topics({TOPICS["input"]: args.partitions, TOPICS["predictions"]: 1, TOPICS["dead_letters"]: 1})
         argv = ["--bootstrap-servers", broker.bootstrap_servers, "--input-topic", TOPICS["input"],
@@ -97,9 +103,13 @@ def run_demo(args) -> int:
             argv += ["--param", p]
         from ..cli import build_parser
 
-        cfg = resolve(build_parser().parse_args(["serve", *argv]), environ={})
-        daemon = Daemon(cfg)
-        port = daemon.start_metrics()
+        try:
+            cfg = resolve(build_parser().parse_args(["serve", *argv]), environ={})
+            daemon = Daemon(cfg)
+            port = daemon.start_metrics()
+        except (ValueError, OSError, OverflowError) as exc:
+            print(f"robustream demo: error: {exc}", file=sys.stderr)
+            return 2
         print(f"embedded broker (tansu) on {broker.bootstrap_servers}; "
               f"metrics on http://127.0.0.1:{port}/metrics")  # fmt: skip
         print(f"replaying {dataset}: {len(messages)} messages, {args.flip:.0%} of the labels flipped, "
@@ -118,7 +128,13 @@ def run_demo(args) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     finally:
+        signal.signal(signal.SIGTERM, previous_term)
         broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _produce(bootstrap: str, messages: list) -> dict[str, int]:

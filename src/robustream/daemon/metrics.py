@@ -135,7 +135,7 @@ class DaemonMetrics:
         r = self.registry
         self.messages = Counter(
             "robustream_messages", "Input messages by outcome: ok (labelled, learned), predict_only (no label), "
-            "invalid (failed validation), dead_letter (sent to the dead-letter topic)", ["outcome"], registry=r,
+            "invalid (failed validation), dead_letter (failed in processing); both kinds go to the dead-letter topic", ["outcome"], registry=r,
         )  # fmt: skip
         for outcome in OUTCOMES:
             self.messages.labels(outcome=outcome)

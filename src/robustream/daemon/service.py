@@ -31,7 +31,7 @@ from prometheus_client import start_http_server
 
 from ..learners.registry import make_learner
 from .checkpoint import CheckpointStore
-from .state import StateError
+from .state import StateError, decode_state, encode_state
 from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json, encode_prediction
 from .config import ServeConfig, resolve
 from .metrics import BatchTally, DaemonMetrics
@@ -72,11 +72,26 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
     kafka_log.propagate = False
 
 
+# Client settings the daemon decides itself: --kafka-option may not set them.
+DAEMON_OWNED_SETTINGS = {
+    "bootstrap_servers": "set by --bootstrap-servers",
+    "group_id": "set by --group-id",
+    "max_poll_records": "set by --max-poll-records",
+    "enable_auto_commit": "the daemon commits offsets itself, after each checkpoint (at-least-once)",
+    "key_serializer": "the daemon writes the message keys and values as bytes",
+    "value_serializer": "the daemon writes the message keys and values as bytes",
+    "key_deserializer": "the daemon reads the message keys and values as bytes",
+    "value_deserializer": "the daemon reads the message keys and values as bytes",
+}
+
+
 def _split_client_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     consumer, producer = {}, {}
     for key, value in settings.items():
         if key == "acks" and value not in ("all", -1):
             raise ValueError(f"--kafka-option acks={value}: the daemon produces with acks=all (at-least-once)")
+        if key in DAEMON_OWNED_SETTINGS:
+            raise ValueError(f"--kafka-option {key}: not settable here ({DAEMON_OWNED_SETTINGS[key]})")
         known = False
         if key in KafkaConsumer.DEFAULT_CONFIG:
             consumer[key], known = value, True
@@ -128,6 +143,11 @@ class Daemon:
                 settings.setdefault("bootstrap_timeout_ms", 5000)
         self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
         self._fell_back = False
+        # after a fallback to an older checkpoint: the partitions this member may take back to that
+        # checkpoint's offsets, each at its first assignment only (see _seek_to_checkpoint)
+        self._rewind: set[tuple[str, int]] = set()
+        self._assigned_once = False
+        self._failed_step = ""
         self._stop = threading.Event()
         self.consumer: KafkaConsumer | None = None
         self.producer: KafkaProducer | None = None
@@ -167,7 +187,7 @@ class Daemon:
         ckpt = self.store.load_latest(on_corrupt=corrupt)
         if ckpt is None:
             log.info("no checkpoint in %s: starting a new %s model", self.cfg.checkpoint_dir, self.cfg.learner)
-            return self._new_model(), {}
+            return self._checked_new_model(), {}
         made_by = {k: ckpt.meta.get(k) for k in ("learner", "params", "labels")}
         if made_by != json.loads(json.dumps(self._learner_meta())):
             raise ValueError(
@@ -176,7 +196,29 @@ class Daemon:
             )
         log.info("restored %s (%d partition offsets)", ckpt.path, len(ckpt.offsets))
         self._restored_learned = int(ckpt.meta.get("samples_learned", 0))
+        if self._fell_back:
+            self._rewind = set(ckpt.offsets)
         return ckpt.model, dict(ckpt.offsets)
+
+    def _checked_new_model(self) -> Any:
+        """A new model, once it has shown that it can learn, predict and be checkpointed: a learner
+        parameter of the wrong type, or a model whose state could not be loaded back, stops the
+        daemon at start-up (exit 2) instead of failing every labelled message or every restart."""
+        where = f"--learner {self.cfg.learner}" + "".join(f" --param {p}" for p in self.cfg.values["param"])
+        try:
+            model, trial = self._new_model(), self._new_model()
+        except (ValueError, TypeError) as exc:  # a parameter the learner's constructor refuses
+            raise ValueError(f"{where}: {exc}") from None
+        try:
+            trial.learn_one({"x": 1.0}, self.labels.to_internal(self.labels.values[0]))
+            trial.predict_proba_one({"x": 1.0})
+        except Exception as exc:  # noqa: BLE001 - any failure here is a configuration error
+            raise ValueError(f"{where}: the model fails on a first message ({type(exc).__name__}: {exc})") from None
+        try:
+            decode_state(encode_state(trial))
+        except StateError as exc:
+            raise ValueError(f"{where}: the model cannot be checkpointed ({exc})") from None
+        return model
 
     def _model_version(self, parts: list | None = None) -> int:
         """Rebuilds of the robustream learners in the model, else the number of samples learned."""
@@ -381,9 +423,10 @@ class Daemon:
                     "samples_learned": self.n_learned}  # fmt: skip
             try:
                 self.store.save(self.model, self.checkpoint_offsets, meta)
-            except (OSError, StateError) as exc:
+            except (OSError, ValueError) as exc:  # ValueError: StateError, or a value JSON cannot hold
                 # nothing is committed without its checkpoint: keep processing, retry at the next one
                 log.error("cannot write a checkpoint to %s: %s", self.cfg.checkpoint_dir, exc)
+                self._failed_step = "writing the checkpoint"
                 self.metrics.checkpoint_failures.inc()
                 self.checkpoint_offsets = previous_offsets
                 return None
@@ -416,6 +459,7 @@ class Daemon:
         return True
 
     def _on_revoked(self, revoked) -> None:
+        self._rewind.difference_update((tp.topic, tp.partition) for tp in revoked)
         # Runs inside poll (on kafka-python's IO thread in 3.x, where blocking consumer calls are not
         # allowed): flush + checkpoint are local or the producer's; the commit is asynchronous. If that
         # commit loses the race with the rebalance, the next owner redoes at most one checkpoint interval.
@@ -445,11 +489,14 @@ class Daemon:
             if not records:
                 continue  # nothing fetched yet, so nothing would be redone
             self._newly_assigned.discard(tp)
-            target = self.checkpoint_offsets.get((tp.topic, tp.partition))
+            key = (tp.topic, tp.partition)
+            rewind = key in self._rewind
+            self._rewind.discard(key)  # decided once: later assignments follow the group's offsets
+            target = self.checkpoint_offsets.get(key)
             position = records[0].offset
             if target is None or position == target:
                 continue
-            if position > target and not self._fell_back:
+            if position > target and not rewind:
                 continue  # another member went further since: its outputs and commits stand
             # behind: the group's commit trails this checkpoint. Ahead after a fallback to an older
             # checkpoint: redo the messages the restored model has not learned (their outputs repeat).
@@ -466,6 +513,7 @@ class Daemon:
         return batch
 
     def _broker_trouble(self, what: str, exc: Exception) -> None:
+        self._failed_step = what
         self.metrics.broker_errors.inc()
         self._retry_at = time.monotonic() + self._backoff
         log.warning("broker trouble while %s (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc,
@@ -500,12 +548,18 @@ class Daemon:
 
             def on_partitions_assigned(self, assigned):
                 daemon._newly_assigned.update(assigned)
+                if not daemon._assigned_once:
+                    # a fallback may take back only what this member holds from the start: partitions it
+                    # gets later were processed by another member since, whose outputs and commits stand
+                    daemon._rewind.intersection_update((tp.topic, tp.partition) for tp in assigned)
+                    daemon._assigned_once = True
                 log.info("assigned %s", sorted(f"{tp.topic}/{tp.partition}" for tp in assigned))
 
             def on_partitions_lost(self, lost):
                 # another member owns them now: what was processed here after the last checkpoint is redone there
                 for tp in lost:
                     daemon.next_offsets.pop((tp.topic, tp.partition), None)
+                    daemon._rewind.discard((tp.topic, tp.partition))
                     try:
                         daemon.metrics.consumer_lag.remove(str(tp.partition))
                     except KeyError:
@@ -584,7 +638,10 @@ class Daemon:
                 if due and time.monotonic() >= self._retry_at:
                     self.checkpoint_and_commit()
             ok = self.checkpoint_and_commit(timeout=max(1.0, cfg.shutdown_timeout / 2))
-            log.info("stopping: final checkpoint %s", "written and committed" if ok else "FAILED")
+            if ok:
+                log.info("stopping: final checkpoint written and committed")
+            else:
+                log.error("stopping: final checkpoint and commit FAILED while %s", self._failed_step or "?")
             return 0 if ok else 1
         finally:
             self.close()

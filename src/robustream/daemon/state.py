@@ -152,6 +152,17 @@ class _Encoder:
                 self.building.discard(key)
         return self.encode(obj, n)
 
+    def global_node(self, obj: Any, n: int, module: str | None = None, qualname: str | None = None) -> dict:
+        """A class or function, by name: only one that loading may rebuild (see :func:`_resolve`)."""
+        if module is None:
+            module, qualname = _global_name(obj)
+        if "<lambda>" in qualname or "<locals>" in qualname:
+            raise StateError(f"cannot write {qualname} (a lambda or local function); use a named function")
+        if not _allowed(module, qualname):
+            # it would be written, and refused by every load: fail now, where the model is known
+            raise StateError(f"cannot write {module}.{qualname}: not on the allowlist of what a checkpoint may rebuild")
+        return {"t": "global", "id": n, "module": module, "name": qualname}
+
     def encode(self, obj: Any, n: int) -> dict:
         t = type(obj)
         if t is list:
@@ -173,23 +184,19 @@ class _Encoder:
             return {"t": "ndarray", "id": n, "dtype": obj.dtype.str, "shape": list(obj.shape),
                     "v": base64.b64encode(data.tobytes()).decode()}  # fmt: skip
         if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__") and not hasattr(obj, "__dict__"):
-            module, qualname = _global_name(obj)
-            return {"t": "global", "id": n, "module": module, "name": qualname}
+            return self.global_node(obj, n)
         if hasattr(obj, "__code__") or type(obj).__name__ in ("builtin_function_or_method", "method"):
             owner = getattr(obj, "__self__", None)
             if owner is not None and not isinstance(owner, type) and type(owner).__name__ != "module":
                 return {"t": "method", "id": n, "self": self.ref(owner), "name": obj.__name__}
-            module, qualname = _global_name(obj)
-            if "<lambda>" in qualname or "<locals>" in qualname:
-                raise StateError(f"cannot write {qualname} (a lambda or local function); use a named function")
-            return {"t": "global", "id": n, "module": module, "name": qualname}
+            return self.global_node(obj, n)
         try:
             rv = obj.__reduce_ex__(4)
         except Exception as exc:  # noqa: BLE001 - any failure means: not writable
             raise StateError(f"cannot write a {t.__module__}.{t.__qualname__} ({exc})") from None
         if isinstance(rv, str):
             module, _ = _global_name(obj)
-            return {"t": "global", "id": n, "module": module, "name": rv}
+            return self.global_node(obj, n, module, rv)
         rv = tuple(rv) + (None,) * (5 - len(rv))
         func, args, state, listitems, dictitems = rv[:5]
         self.keepalive.append(rv)

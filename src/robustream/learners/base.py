@@ -28,8 +28,37 @@ DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a d
 
 def sparse_dot(weights: dict, x: dict) -> float:
     """``sum(weights[k] * x[k])`` over the keys of ``x``, exactly rounded (``math.fsum``), so the
-    result does not depend on the order of the features."""
-    return math.fsum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values()))
+    result does not depend on the order of the features; +-inf when it is beyond floats."""
+    try:
+        return math.fsum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values()))
+    except OverflowError:  # fsum raises where a plain sum would reach +-inf
+        return sum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values()))
+
+
+def label_sign(y: Any, learner: str) -> float:
+    """+1.0 for a positive label, -1.0 for a negative one: ``True``/``False`` (also NumPy's) or 1/0.
+
+    Anything else raises: read as ``bool(y)``, labels -1/+1, 1/2 or "no"/"yes" would all be one
+    class, and a third label would silently join the positives.
+    """
+    if y is True:
+        return 1.0
+    if y is False:
+        return -1.0
+    if isinstance(y, (bool, np.bool_)) or (isinstance(y, (int, float, np.integer, np.floating)) and y in (0, 1)):
+        return 1.0 if y else -1.0
+    raise ValueError(
+        f"label {y!r}: {learner} is a binary learner and reads labels as True (positive) / False (or 1 / 0); "
+        "map the labels to booleans, or wrap it in river.multiclass.OneVsRestClassifier for more classes"
+    )
+
+
+def non_number_message(x: dict) -> str:
+    """The message for a row with a feature value that is not a number (naming the first one)."""
+    for k, v in x.items():
+        if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number)):
+            return f"feature {k!r}: {v!r} is not a number"
+    return "a feature value is not a number"
 
 
 def _sigmoid(z: float) -> float:
@@ -37,6 +66,11 @@ def _sigmoid(z: float) -> float:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
+
+
+def is_integer(value: Any) -> bool:
+    """A Python integer that is not a bool (``True`` would pass ``isinstance(v, int)`` as 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class RebuildingLinearClassifier(base.MiniBatchClassifier):
@@ -50,14 +84,14 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         """Validate the buffer parameters every learner has, then start from an empty model."""
         for name in ("window_size", "rebuild_every"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
+            if not (is_integer(v) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not (isinstance(self.rebuild_lag, int) and 0 <= self.rebuild_lag <= self.rebuild_every):
+        if not (is_integer(self.rebuild_lag) and 0 <= self.rebuild_lag <= self.rebuild_every):
             raise ValueError(f"rebuild_lag must be an integer in [0, rebuild_every], got {self.rebuild_lag!r}")
         seed = getattr(self, "seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool):
+        if not is_integer(seed):
             raise ValueError(f"seed must be an integer, got {seed!r}")
-        if not (isinstance(self.coreset_size, int) and self.coreset_size >= 0):
+        if not (is_integer(self.coreset_size) and self.coreset_size >= 0):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
         self.weights: dict[Hashable, float] = {}
         self.intercept_ = 0.0
@@ -92,7 +126,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     # -- inference ----------------------------------------------------------------------------
     def decision_one(self, x: dict) -> float:
         """``w . x + b`` in O(non-zero features)."""
-        return sparse_dot(self.weights, x) + self.intercept_
+        try:
+            return sparse_dot(self.weights, x) + self.intercept_
+        except TypeError:
+            raise ValueError(non_number_message(x)) from None
 
     def predict_proba_one(self, x: dict) -> dict[bool, float]:
         p = _sigmoid(self._proba_slope * self.decision_one(x) / self._margin_unit)
@@ -107,17 +144,20 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         One margin unit is the distance from the hyperplane to the nearest point of the
         (reduced) hull of the inliers of a class.
         """
-        sign = 1.0 if bool(y) else -1.0
+        sign = label_sign(y, type(self).__name__)
         return -sign * self.decision_one(x) / self._margin_unit
 
     # -- learning -------------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
-        sign = 1.0 if bool(y) else -1.0
+        sign = label_sign(y, type(self).__name__)
         # canonical key order: everything downstream is independent of the order features arrive in
         keys = tuple(x)
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
-        row = {k: float(x[k]) for k in self._canonical_keys if x[k]}
+        try:
+            row = {k: float(x[k]) for k in self._canonical_keys if x[k]}
+        except (TypeError, ValueError):
+            raise ValueError(non_number_message(x)) from None
         if not all(map(math.isfinite, row.values())):  # one NaN or inf would poison every later solve
             k = next(k for k, v in row.items() if not math.isfinite(v))
             raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
@@ -164,7 +204,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     def _passive_aggressive(self, row: dict, sign: float, C: float = 0.01) -> None:
         loss = max(0.0, 1.0 - sign * self.decision_one(row))
-        norm2 = math.fsum(v * v for v in row.values()) + 1.0
+        try:
+            norm2 = math.fsum(v * v for v in row.values()) + 1.0
+        except OverflowError:  # values near the float limit: no step
+            norm2 = math.inf
         if loss > 0.0:
             step = min(C, loss / norm2) * sign
             for k, v in row.items():
@@ -231,10 +274,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             # one floating-point error policy whatever the thread (NumPy's error state is per thread)
             with np.errstate(**_FP_POLICY):
                 fit = self._fit_rows(X, signs, features, context, seed)
-        except (ValueError, FloatingPointError):
-            fit = None
+        except (ValueError, FloatingPointError) as exc:
+            fit, context["error"] = None, f"{type(exc).__name__}: {exc}"
         if fit is not None and (not np.all(np.isfinite(fit[0])) or not np.any(fit[0])):
-            fit = None
+            fit, context["error"] = None, "the solution is zero or not finite"
         return fit, context
 
     def _finish_pending(self) -> None:
@@ -258,6 +301,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _apply(self, snapshot: dict, computed) -> bool:
         features, X, fit, context = computed
         if fit is None:
+            _warn_failed_rebuild(type(self), context.get("error", "?"))
             self.n_failed_rebuilds_ += 1
             return False
         coef, intercept, outlier_mask, row_weight, width, unit = fit
@@ -271,7 +315,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         # depend on the thread count
         with np.errstate(**_FP_POLICY), single_threaded_blas():
             margins = signs * (np.asarray(X @ coef).ravel() + intercept) / self._margin_unit
-            self._proba_slope = _fit_slope(margins[~outlier_mask])
+            self._proba_slope = _fit_slope(margins)
         self._buffer.refresh_coreset(snapshot["rows"], row_weight, margins, ~outlier_mask, seed=snapshot["seed"])
         self._support = [(item, float(w)) for item, w in zip(snapshot["rows"], row_weight) if w > 0.0]
         self._after_fit(context)
@@ -405,6 +449,14 @@ def _warn_solved_here(cls, exc: Exception) -> None:
     default filter shows each once (a worker that never started is not retried: one reason for good)."""
     warnings.warn(f"{cls.__qualname__}: rebuild_lag > 0 but no rebuild worker process ({exc}); the rebuild "
                   "is solved in this thread when due", RuntimeWarning, stacklevel=_caller_level())  # fmt: skip
+
+
+def _warn_failed_rebuild(cls, reason: str) -> None:
+    """A rebuild that cannot be solved keeps the model in use (``n_failed_rebuilds_`` counts them);
+    the reason is shown (once per distinct reason, Python's default filter) so that a cause such as
+    values too large to square does not stay hidden."""
+    warnings.warn(f"{cls.__qualname__}: rebuild failed, the previous model stays in use ({reason})",
+                  RuntimeWarning, stacklevel=_caller_level())  # fmt: skip
 
 
 def _caller_level() -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..solver import solve
+from ..solver import check_polish, solve
 from .base import RebuildingLinearClassifier
 
 
@@ -43,6 +43,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
         self.polish = polish
         self.nu = nu
         self.seed = seed
+        check_polish(polish, nu)
         self._init_state()
 
     @classmethod

@@ -11,8 +11,12 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
+from .base import is_integer, non_number_message
 
 SCORES = ("exact", "bound")
+# at most this multiple of removal_fraction of the recent samples is skipped: exchangeable scores
+# skip about removal_fraction by rank alone; the budget bounds streams whose scores drift
+SKIP_BUDGET = 1.25
 # H_{4,1/2} = sum_{i=1..4} i^(-1/2), Theorem 3's generalized harmonic number
 H_4_HALF = math.fsum(1.0 / math.sqrt(i) for i in range(1, 5))
 # Sherman-Morrison updates of the inverse drift slowly; it is recomputed from the scatter this often
@@ -29,9 +33,12 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     scatter matrix, per-class counts and sums) *including* the sample, and the paper's
     convention that the mean does not move when one sample is removed. The sample is passed to
     ``classifier.learn_one`` unless its score is among the lowest ``removal_fraction`` of the last
-    ``window_size`` scores (itself included; scores are compared as ``n·dψ``, or bound ``/ n``,
-    so that they do not drift with the stream length ``n``). A sample whose label the wrapped
-    model has never been taught is never skipped. Prediction always delegates to the wrapped model.
+    ``window_size`` scores (itself included, by mid-rank, so tied scores share their ranks; scores
+    are compared as ``n·dψ``, or bound ``/ n``, so that they do not drift with the stream length
+    ``n``), and at most ``1.25 * removal_fraction`` of the last ``window_size`` samples are skipped
+    (on streams whose scores drift, such as a few repeated rows, every new score can be the lowest).
+    A sample whose label the wrapped model has never been taught is never skipped, nor one whose
+    score is not finite. Prediction always delegates to the wrapped model.
 
     Two scores (``score``):
 
@@ -50,6 +57,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
 
     The RBF/kernel form of the bound is not implemented (linear kernel only). The statistics are
     cumulative (no forgetting), so after a concept drift the scores refer to the whole history.
+    They cover every feature key ever seen: with ``"exact"`` memory and time per sample grow as d²
+    in that number of keys (a stream with a new key in every row, such as raw tokens, reaches
+    hundreds of MB within thousands of rows); for unbounded key sets hash the features to a fixed
+    set first (or use ``"bound"``, O(d)).
 
     Parameters
     ----------
@@ -137,10 +148,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         if self.score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
         ws = self.window_size
-        if not (isinstance(ws, int) and not isinstance(ws, bool) and ws >= 1):
+        if not (is_integer(ws) and ws >= 1):
             raise ValueError(f"window_size must be a positive integer, got {ws!r}")
         gp = self.grace_period
-        if not (isinstance(gp, int) and not isinstance(gp, bool) and gp >= 0):
+        if not (is_integer(gp) and gp >= 0):
             raise ValueError(f"grace_period must be a non-negative integer, got {gp!r}")
 
     @classmethod
@@ -183,10 +194,16 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             # dψ shrinks like 1/n and the bound grows like n (through β): rescaled, the scores of
             # samples that arrived at different times are comparable
             scaled = score * self.n_seen_ if self.score == "exact" else score / self.n_seen_
-            if self.n_seen_ > self.grace_period and y in self._taught:
+            # +inf ("keep": the bound says nothing) is never skipped
+            if scaled < math.inf and self.n_seen_ > self.grace_period and y in self._taught:
                 below = sum(map(scaled.__gt__, self._scores))  # scores below this one
-                # rank of the sample among the window's scores and its own (1 = lowest)
-                skip = below + 1 <= self.removal_fraction * (len(self._scores) + 1)
+                equal = sum(map(scaled.__eq__, self._scores))
+                # mid-rank of the sample among the window's scores and its own (1 = lowest): tied
+                # scores share their ranks, so a run of equal scores (repeated rows, one-hot
+                # features) is not all "the lowest"
+                skip = below + 1 + equal / 2 <= self.removal_fraction * (len(self._scores) + 1) and (
+                    sum(self._skipped) + 1 <= SKIP_BUDGET * self.removal_fraction * (len(self._skipped) + 1)
+                )
             self._scores.append(scaled)
         self._skipped.append(skip)
         self.outlier_rate_ = sum(self._skipped) / len(self._skipped)
@@ -206,8 +223,14 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             self._grow(len(new))
         v = np.zeros(len(self.features_) + (0 if grow else len(new)))
         extra = {k: len(self.features_) + i for i, k in enumerate(new)} if not grow else {}
-        for k, value in x.items():
-            v[self._index[k] if k in self._index else extra[k]] = float(value)
+        try:
+            for k, value in x.items():
+                v[self._index[k] if k in self._index else extra[k]] = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(non_number_message(x)) from None
+        if not np.all(np.isfinite(v)):  # one NaN would make every later score NaN: nothing skipped again
+            k = next(k for k, value in x.items() if not math.isfinite(float(value)))
+            raise ValueError(f"feature {k!r} is not a finite number: {x[k]!r}")
         return v
 
     def _grow(self, k: int) -> None:

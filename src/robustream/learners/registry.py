@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from typing import Any, Callable, Iterable
 
 from river import base
@@ -48,26 +49,48 @@ def learner_names() -> list[str]:
 
 
 def parse_value(text: str) -> Any:
-    """``"3"`` -> 3, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"null"``/``"none"`` -> None, else the text."""
+    """``"3"`` -> 3, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"null"``/``"none"`` -> None, else the text.
+
+    Raises ValueError for a number that is not finite (``Infinity``, ``NaN``, ``1e400``): parameters
+    and labels are stored as JSON in checkpoints, which has no such numbers.
+    """
     low = text.strip().lower()
     if low in ("none", "null"):
         return None
     if low in ("true", "false"):
         return low == "true"
+    if low.lstrip("+-") in ("inf", "infinity", "nan"):
+        raise ValueError(f"{text.strip()!r} is not a finite number")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError:
         return text
+    if not _finite(value):
+        raise ValueError(f"{text.strip()!r} is not a finite number")
+    return value
 
 
-def parse_params(pairs: Iterable[str]) -> dict[str, Any]:
-    """Parse repeated ``key=value`` options; raises ValueError naming the bad item."""
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(map(_finite, value))
+    if isinstance(value, dict):
+        return all(map(_finite, value.values()))
+    return True
+
+
+def parse_params(pairs: Iterable[str], option: str = "--param") -> dict[str, Any]:
+    """Parse repeated ``key=value`` options; raises ValueError naming the option and the bad item."""
     params: dict[str, Any] = {}
     for item in pairs:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--param {item!r}: expected key=value")
-        params[key.strip()] = parse_value(value)
+            raise ValueError(f"{option} {item!r}: expected key=value")
+        try:
+            params[key.strip()] = parse_value(value)
+        except ValueError as exc:
+            raise ValueError(f"{option} {item!r}: {exc}") from None
     return params
 
 

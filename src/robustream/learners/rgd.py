@@ -7,10 +7,11 @@ import math
 import numpy as np
 
 from ..batch import AUTO_FRACTIONS
-from ..sketch import SKETCH_KINDS, JLSketch, resolve_sketch_dim
+from ..sketch import SKETCH_KINDS, make_sketch
 from ..solver import (
     AUTO_SIDES,
     FULL_GRAM_ROWS,
+    check_polish,
     discards_most_of_a_class,
     gram_matrix,
     per_class_outlier_fractions,
@@ -20,7 +21,7 @@ from ..solver import (
     side_unusable,
     solve,
 )
-from .base import RebuildingLinearClassifier, _decode_row, _encode_row, sparse_dot
+from .base import RebuildingLinearClassifier, _decode_row, _encode_row, is_integer, sparse_dot
 
 # fraction used by the first "auto" rebuild, before any candidate has been scored (the fixed default)
 _AUTO_START = 0.2
@@ -52,8 +53,10 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     rebuild the model predicts with a passive-aggressive (PA-I, C = 0.01) warm start.
 
     Labels are read as booleans (``True`` is the positive class); probabilities are
-    ``sigmoid(a * margin)`` with the slope ``a`` fitted on the last rebuild's inliers by
-    one-dimensional logistic regression (Platt scaling without offset).
+    ``sigmoid(a * margin)`` with the slope ``a`` fitted on every row of the last rebuild, outliers
+    included, by one-dimensional logistic regression (Platt scaling without offset): calibrated to
+    the labels as observed, so conservative when some of them are wrong. (Fitted on the inliers
+    alone, which are nearly separable by construction, the slope ran to its cap: confident mistakes.)
 
     Parameters
     ----------
@@ -286,10 +289,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     def _solve_at(
         self, X, signs, fractions: tuple[float, float], warm_start, polish_start, seed: int, gram=None, tol=_TOL
     ):
-        sketch = None
-        k = resolve_sketch_dim(self.sketch_dim, X.shape[1])
-        if k is not None:
-            sketch = JLSketch(k, self.sketch, seed=self.seed, hash_nnz=min(4, k))
+        sketch = make_sketch(self.sketch, self.sketch_dim, X.shape[1], self.seed)
         tree = (self.tree_height, self.level_width, self.boosting_rounds)
         tree_rows = self.tree_rows
         if signs.size <= _COLD_ROWS:  # a short stream: the batch search, from the class means
@@ -306,18 +306,19 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         of = self.outlier_fraction
         if not (of == "auto" or (isinstance(of, (int, float)) and not isinstance(of, bool) and 0.0 <= of < 0.5)):
             raise ValueError(f"outlier_fraction must be in [0, 0.5) or 'auto', got {of!r}")
+        check_polish(self.polish, self.nu)
         if self.noise_model not in ("binary", "one_vs_rest"):
             raise ValueError(f"noise_model must be 'binary' or 'one_vs_rest', got {self.noise_model!r}")
         for name in ("tree_height", "level_width", "boosting_rounds"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
+            if not (is_integer(v) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if self.sketch not in SKETCH_KINDS:
             raise ValueError(f"sketch must be one of {SKETCH_KINDS}, got {self.sketch!r}")
         sd = self.sketch_dim
-        if not (sd is None or sd == "auto" or (isinstance(sd, int) and not isinstance(sd, bool) and sd >= 1)):
+        if not (sd is None or sd == "auto" or (is_integer(sd) and sd >= 1)):
             raise ValueError(f"sketch_dim must be a positive integer, 'auto' or None, got {sd!r}")
-        if not (self.tree_rows is None or (isinstance(self.tree_rows, int) and self.tree_rows >= 4)):
+        if not (self.tree_rows is None or (is_integer(self.tree_rows) and self.tree_rows >= 4)):
             raise ValueError(f"tree_rows must be an integer >= 4 or None, got {self.tree_rows!r}")
 
     @classmethod
