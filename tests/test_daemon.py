@@ -274,6 +274,23 @@ def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_star
     with pytest.raises(ValueError, match="SoftmaxRegression: the model cannot be checkpointed .*copy.deepcopy"):
         daemon("--learner", "river:SoftmaxRegression", "--labels", "0,1,2")
     assert not list(tmp_path.iterdir())  # nothing written
+    # the start-up trial of a learner with rebuild_lag does not start the rebuild worker process
+    from robustream.learners import rebuild_worker
+
+    before = rebuild_worker._WORKER
+    daemon("--param", "rebuild_lag=10")
+    assert rebuild_worker._WORKER is before
+
+
+def test_the_record_of_own_commits_round_trips_and_a_damaged_one_is_ignored(tmp_path):
+    store = CheckpointStore(tmp_path)
+    assert store.load_commits() == {}
+    store.save_commits({("in", 1): 40, ("in", 0): 7})
+    assert store.load_commits() == {("in", 0): 7, ("in", 1): 40}
+    assert store.paths() == []  # not a checkpoint
+    path = tmp_path / "committed-offsets.json"
+    path.write_bytes(path.read_bytes()[:-5])
+    assert store.load_commits() == {}
 
 
 def test_metric_names_are_all_exported():
@@ -372,9 +389,15 @@ def test_producer_settings_pass_through_but_acks_stays_all(tmp_path):
     assert daemon("linger_ms=0", "batch_size=1024").producer_settings["linger_ms"] == 0
     with pytest.raises(ValueError, match="acks=1: the daemon produces with acks=all"):
         daemon("acks=1")
-    for key in ("group_id=other", "bootstrap_servers=x:1", "enable_auto_commit=true", "value_serializer=str"):
+    for key in ("group_id=other", "bootstrap_servers=x:1", "enable_auto_commit=true", "value_serializer=str",
+                "security_protocol=sasl_ssl", "sasl_mechanism=plain"):  # fmt: skip
         with pytest.raises(ValueError, match=f"--kafka-option {key.split('=')[0]}: not settable here"):
             daemon(key)
+    # the flags themselves still reach the clients (upper case, as kafka-python compares them)
+    cfg = resolve(build_parser().parse_args(["serve", "--security-protocol", "sasl_ssl", "--sasl-mechanism",
+                                             "aws_msk_iam"]), environ={})  # fmt: skip
+    assert cfg.kafka_settings()["security_protocol"] == "SASL_SSL"
+    assert cfg.kafka_settings()["sasl_mechanism"] == "AWS_MSK_IAM"
 
 
 def test_model_files_are_the_canonical_json_of_their_document(tmp_path):

@@ -277,6 +277,35 @@ def test_after_a_fallback_a_partition_taken_over_later_resumes_at_the_group_offs
             assert a.stop() == 0
 
 
+def test_after_a_fallback_work_another_daemon_committed_since_is_not_redone(broker, tmp_path):
+    # A stops; its newest checkpoint is torn; B processes and commits both partitions; A restarts on its
+    # older checkpoint: the group's offsets are B's commits, so A goes on from there (only its own
+    # commits are redone for the restored model)
+    broker.create_topics({"in_fb2": 2})
+    bootstrap = broker.bootstrap_servers
+    messages = labelled_messages(800)
+    a_args = serve_args(bootstrap, tmp_path / "a", "--input-topic", "in_fb2", "--checkpoint-every", "50")
+    b_args = serve_args(bootstrap, tmp_path / "b", "--input-topic", "in_fb2", "--checkpoint-every", "50")
+    for start in (0, 200):  # two runs: every checkpoint of the second holds offsets of both partitions
+        produce(bootstrap, "in_fb2", messages[start:start + 200], partitions=2)
+        with DaemonThread(a_args) as a:
+            a.wait_processed(200)
+            assert a.stop() == 0
+    paths = CheckpointStore(tmp_path / "a").paths()
+    paths[-1].write_bytes(paths[-1].read_bytes()[:100])
+    produce(bootstrap, "in_fb2", messages[400:700], partitions=2)
+    with DaemonThread(b_args) as b:
+        b.wait_processed(300)
+        assert b.stop() == 0
+    produce(bootstrap, "in_fb2", messages[700:], partitions=2)
+    with DaemonThread(a_args) as a:
+        assert a.daemon.metrics.value("robustream_checkpoint_fallbacks_total") == 1
+        a.wait_processed(100)
+        time.sleep(3)
+        assert a.daemon.n_processed == 100
+        assert a.stop() == 0
+
+
 def test_two_daemons_in_one_group_share_the_partitions_and_account_for_every_id(broker, tmp_path):
     broker.create_topics({"in4": 4})
     messages = labelled_messages(2000)

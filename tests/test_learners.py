@@ -495,6 +495,29 @@ def test_labels_other_than_booleans_or_0_1_are_rejected_by_name(label):
         model.learn_one({"a": 1.0}, ok)
 
 
+def test_a_rejected_row_changes_no_state_of_auto():
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=50, window_size=100, coreset_size=50)
+    rng = np.random.default_rng(3)
+    for _ in range(120):
+        y = bool(rng.random() < 0.5)
+        model.learn_one({"a": float(rng.normal(1.0 if y else -1.0)), "b": float(rng.normal())}, y)
+    assert model._candidates
+    errors, window = list(model._candidate_errors), len(model._buffer.window)
+    for x, y in (({"a": 1.0}, -1), ({"a": 1.0, "b": "x"}, True), ({"a": float("nan")}, True)):
+        with pytest.raises(ValueError):
+            model.learn_one(x, y)
+    assert model._candidate_errors == errors and len(model._buffer.window) == window
+
+
+def test_a_dot_product_beyond_floats_does_not_depend_on_the_feature_order():
+    from robustream.learners.base import sparse_dot
+
+    weights = {"a": 1.0, "b": 1.0, "c": 1.0}
+    assert sparse_dot(weights, {"a": 1e308, "b": 1e308, "c": -1e308}) == sparse_dot(
+        weights, {"a": 1e308, "c": -1e308, "b": 1e308}
+    )
+
+
 def test_a_feature_value_that_is_not_a_number_is_named_when_learning_and_predicting():
     model = RGDSVMClassifier()
     model.learn_one({"a": 1.0}, True)

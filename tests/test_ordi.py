@@ -213,6 +213,7 @@ def test_a_feature_that_is_not_a_finite_number_is_rejected_by_name():
     with pytest.raises(ValueError, match="feature 'city': 'Paris' is not a number"):
         model.learn_one({"a": 1.0, "city": "Paris"}, False)
     assert np.all(np.isfinite(model.mean_))  # the statistics did not take the row in
+    assert model.features_ == ["a"]  # nor its new keys
 
 
 def test_wrapped_logistic_regression_beats_the_bare_one_on_noisy_streams():

@@ -26,6 +26,8 @@ from .. import persist
 from .state import StateError, decode_state, encode_state
 
 CHECKPOINT_FORMAT = "robustream-checkpoint"
+COMMITS_FORMAT = "robustream-commits"
+COMMITS_FILE = "committed-offsets.json"
 _NAME = re.compile(r"^checkpoint-(\d{12})\.json$")
 
 log = logging.getLogger("robustream.daemon")
@@ -68,6 +70,24 @@ class CheckpointStore:
         for old in self.paths()[: -self.keep]:
             old.unlink(missing_ok=True)
         return path
+
+    def save_commits(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Record the offsets this daemon last committed (atomically, beside the checkpoints): after a
+        fallback they tell its own commits from another member's, whatever the broker keeps."""
+        payload = {"offsets": sorted([topic, partition, offset] for (topic, partition), offset in offsets.items())}
+        persist.dump(payload, self.directory / COMMITS_FILE, format_name=COMMITS_FORMAT)
+
+    def load_commits(self) -> dict[tuple[str, int], int]:
+        """The offsets of :meth:`save_commits`; empty when there are none or they cannot be read."""
+        path = self.directory / COMMITS_FILE
+        if not path.exists():
+            return {}
+        try:
+            payload = persist.load(path, format_name=COMMITS_FORMAT)
+            return {(str(t), int(p)): int(o) for t, p, o in payload["offsets"]}
+        except (persist.CorruptModelError, KeyError, TypeError, ValueError, OSError) as exc:
+            log.error("ignoring %s: %s", path, exc)
+            return {}
 
     def load_latest(self, on_corrupt: Callable[[Path, str], None] | None = None) -> Checkpoint | None:
         """The newest checkpoint that loads, or None; ``on_corrupt(path, reason)`` for each one skipped."""

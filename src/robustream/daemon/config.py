@@ -20,6 +20,11 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+try:
+    from kafka.net.sasl import SASL_MECHANISMS
+except ImportError:  # another kafka-python layout
+    SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER", "AWS_MSK_IAM")
+
 from ..learners.registry import parse_params, parse_value
 
 ENV_PREFIX = "ROBUSTREAM_"
@@ -47,7 +52,7 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("max-poll-records", "int", 500, "largest batch of messages"),
     ("shutdown-timeout", "float", 20.0, "seconds allowed for a graceful stop after SIGTERM/SIGINT"),
     ("security-protocol", "str", "PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
-    ("sasl-mechanism", "str", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER"),
+    ("sasl-mechanism", "str", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI, OAUTHBEARER or AWS_MSK_IAM"),
     ("sasl-plain-username", "str", None, "SASL username"),
     ("sasl-plain-password", "str", None, "SASL password (prefer the environment variable)"),
     ("ssl-cafile", "str", None, "CA file for SSL"),
@@ -63,8 +68,23 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
 _CHOICES = {
     "log-level": ("DEBUG", "INFO", "WARNING", "ERROR"),
     "security-protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
-    "sasl-mechanism": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"),
+    "sasl-mechanism": tuple(SASL_MECHANISMS),  # what this kafka-python supports (AWS_MSK_IAM, ...)
 }
+
+# Client settings the daemon decides itself: --kafka-option may not set them.
+DAEMON_OWNED_SETTINGS = {
+    "bootstrap_servers": "set by --bootstrap-servers",
+    "group_id": "set by --group-id",
+    "max_poll_records": "set by --max-poll-records",
+    "enable_auto_commit": "the daemon commits offsets itself, after each checkpoint (at-least-once)",
+    "key_serializer": "the daemon writes the message keys and values as bytes",
+    "value_serializer": "the daemon writes the message keys and values as bytes",
+    "key_deserializer": "the daemon reads the message keys and values as bytes",
+    "value_deserializer": "the daemon reads the message keys and values as bytes",
+    "security_protocol": "set by --security-protocol",
+    "sasl_mechanism": "set by --sasl-mechanism",
+}
+
 
 _SECURITY_KEYS = ("security-protocol", "sasl-mechanism", "sasl-plain-username", "sasl-plain-password",
                   "ssl-cafile", "ssl-certfile", "ssl-keyfile", "ssl-check-hostname")  # fmt: skip
@@ -135,7 +155,11 @@ class ServeConfig:
     def kafka_settings(self) -> dict[str, Any]:
         """Settings passed to both KafkaConsumer and KafkaProducer (security + ``--kafka-option``)."""
         out = {_dest(k): self.values[_dest(k)] for k in _SECURITY_KEYS if self.values[_dest(k)] is not None}
-        out.update(parse_params(self.values["kafka_option"], option="--kafka-option"))
+        options = parse_params(self.values["kafka_option"], option="--kafka-option")
+        for key in options:
+            if key in DAEMON_OWNED_SETTINGS:
+                raise ValueError(f"--kafka-option {key}: not settable here ({DAEMON_OWNED_SETTINGS[key]})")
+        out.update(options)
         return out
 
 

@@ -72,26 +72,11 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
     kafka_log.propagate = False
 
 
-# Client settings the daemon decides itself: --kafka-option may not set them.
-DAEMON_OWNED_SETTINGS = {
-    "bootstrap_servers": "set by --bootstrap-servers",
-    "group_id": "set by --group-id",
-    "max_poll_records": "set by --max-poll-records",
-    "enable_auto_commit": "the daemon commits offsets itself, after each checkpoint (at-least-once)",
-    "key_serializer": "the daemon writes the message keys and values as bytes",
-    "value_serializer": "the daemon writes the message keys and values as bytes",
-    "key_deserializer": "the daemon reads the message keys and values as bytes",
-    "value_deserializer": "the daemon reads the message keys and values as bytes",
-}
-
-
 def _split_client_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     consumer, producer = {}, {}
     for key, value in settings.items():
         if key == "acks" and value not in ("all", -1):
             raise ValueError(f"--kafka-option acks={value}: the daemon produces with acks=all (at-least-once)")
-        if key in DAEMON_OWNED_SETTINGS:
-            raise ValueError(f"--kafka-option {key}: not settable here ({DAEMON_OWNED_SETTINGS[key]})")
         known = False
         if key in KafkaConsumer.DEFAULT_CONFIG:
             consumer[key], known = value, True
@@ -144,9 +129,9 @@ class Daemon:
         self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
         self._fell_back = False
         # after a fallback to an older checkpoint: the partitions this member may take back to that
-        # checkpoint's offsets, each at its first assignment only (see _seek_to_checkpoint)
+        # checkpoint's offsets, each decided once (see _seek_to_checkpoint)
         self._rewind: set[tuple[str, int]] = set()
-        self._assigned_once = False
+        self._own_commits = self.store.load_commits()  # what this daemon last committed, per partition
         self._failed_step = ""
         self._stop = threading.Event()
         self.consumer: KafkaConsumer | None = None
@@ -176,8 +161,11 @@ class Daemon:
     def _learner_meta(self) -> dict:
         return {"learner": self.cfg.learner, "params": self.cfg.learner_params, "labels": self.labels.values}
 
-    def _new_model(self) -> Any:
-        return make_learner(self.cfg.learner, self.cfg.learner_params, multiclass=not self.labels.binary)
+    def _new_model(self, trial: bool = False) -> Any:
+        params = self.cfg.learner_params
+        if trial and "rebuild_lag" in params:
+            params = {**params, "rebuild_lag": 0}  # a trial must not start the rebuild worker process
+        return make_learner(self.cfg.learner, params, multiclass=not self.labels.binary)
 
     def _restore(self) -> tuple[Any, dict[tuple[str, int], int]]:
         def corrupt(path, reason):
@@ -206,7 +194,7 @@ class Daemon:
         daemon at start-up (exit 2) instead of failing every labelled message or every restart."""
         where = f"--learner {self.cfg.learner}" + "".join(f" --param {p}" for p in self.cfg.values["param"])
         try:
-            model, trial = self._new_model(), self._new_model()
+            model, trial = self._new_model(), self._new_model(trial=True)
         except (ValueError, TypeError) as exc:  # a parameter the learner's constructor refuses
             raise ValueError(f"{where}: {exc}") from None
         try:
@@ -454,12 +442,12 @@ class Daemon:
                 # the checkpoint already holds these offsets; they are sought on the next assignment
                 self._broker_trouble("committing offsets", exc)
                 return False
+            self._record_commits(to_commit)
             self.next_offsets.clear()
         self._backoff = 0.5
         return True
 
     def _on_revoked(self, revoked) -> None:
-        self._rewind.difference_update((tp.topic, tp.partition) for tp in revoked)
         # Runs inside poll (on kafka-python's IO thread in 3.x, where blocking consumer calls are not
         # allowed): flush + checkpoint are local or the producer's; the commit is asynchronous. If that
         # commit loses the race with the rebalance, the next owner redoes at most one checkpoint interval.
@@ -468,6 +456,7 @@ class Daemon:
             to_commit = self._flush_and_checkpoint(min(2.0, self._flush_timeout), replace_producer=False)
             if to_commit:
                 self.consumer.commit_async(offsets=to_commit)
+                self._record_commits(to_commit)  # if this commit is lost, the group's offset is not ours
                 self.next_offsets.clear()
         for tp in revoked:
             try:
@@ -490,14 +479,17 @@ class Daemon:
                 continue  # nothing fetched yet, so nothing would be redone
             self._newly_assigned.discard(tp)
             key = (tp.topic, tp.partition)
-            rewind = key in self._rewind
-            self._rewind.discard(key)  # decided once: later assignments follow the group's offsets
+            may_rewind = key in self._rewind
+            self._rewind.discard(key)  # decided once
             target = self.checkpoint_offsets.get(key)
             position = records[0].offset
             if target is None or position == target:
                 continue
-            if position > target and not rewind:
-                continue  # another member went further since: its outputs and commits stand
+            # ahead of the restored checkpoint: this member's own commits since (made from the lost newer
+            # checkpoint) are redone so that the restored model learns them; another member's stand
+            own = self._own_commits.get(key) == position  # the group's offset is this daemon's last commit
+            if position > target and not (may_rewind and own):
+                continue
             # behind: the group's commit trails this checkpoint. Ahead after a fallback to an older
             # checkpoint: redo the messages the restored model has not learned (their outputs repeat).
             high = self.consumer.highwater(tp)
@@ -511,6 +503,13 @@ class Daemon:
             log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition, target,
                      position)  # fmt: skip
         return batch
+
+    def _record_commits(self, committed: dict) -> None:
+        self._own_commits.update({(tp.topic, tp.partition): om.offset for tp, om in committed.items()})
+        try:
+            self.store.save_commits(self._own_commits)
+        except OSError as exc:
+            log.warning("cannot record the committed offsets in %s: %s", self.cfg.checkpoint_dir, exc)
 
     def _broker_trouble(self, what: str, exc: Exception) -> None:
         self._failed_step = what
@@ -548,18 +547,12 @@ class Daemon:
 
             def on_partitions_assigned(self, assigned):
                 daemon._newly_assigned.update(assigned)
-                if not daemon._assigned_once:
-                    # a fallback may take back only what this member holds from the start: partitions it
-                    # gets later were processed by another member since, whose outputs and commits stand
-                    daemon._rewind.intersection_update((tp.topic, tp.partition) for tp in assigned)
-                    daemon._assigned_once = True
                 log.info("assigned %s", sorted(f"{tp.topic}/{tp.partition}" for tp in assigned))
 
             def on_partitions_lost(self, lost):
                 # another member owns them now: what was processed here after the last checkpoint is redone there
                 for tp in lost:
                     daemon.next_offsets.pop((tp.topic, tp.partition), None)
-                    daemon._rewind.discard((tp.topic, tp.partition))
                     try:
                         daemon.metrics.consumer_lag.remove(str(tp.partition))
                     except KeyError:

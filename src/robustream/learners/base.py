@@ -11,7 +11,7 @@ import pickle
 import sys
 import warnings
 from itertools import repeat
-from typing import Any, Hashable
+from typing import Any, Hashable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,8 +31,8 @@ def sparse_dot(weights: dict, x: dict) -> float:
     result does not depend on the order of the features; +-inf when it is beyond floats."""
     try:
         return math.fsum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values()))
-    except OverflowError:  # fsum raises where a plain sum would reach +-inf
-        return sum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values()))
+    except OverflowError:  # fsum raises where a plain sum would reach +-inf; sorted: order-free
+        return sum(sorted(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values())))
 
 
 def label_sign(y: Any, learner: str) -> float:
@@ -59,6 +59,20 @@ def non_number_message(x: dict) -> str:
         if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number)):
             return f"feature {k!r}: {v!r} is not a number"
     return "a feature value is not a number"
+
+
+def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> dict[Hashable, float]:
+    """``{k: float(x[k])}`` for the ``keys`` (those whose value is non-zero with ``drop_zeros``);
+    ValueError naming the first feature that is not a finite number (one NaN or inf would poison
+    every later solve or score)."""
+    try:
+        row = {k: float(x[k]) for k in keys if x[k] or not drop_zeros}
+    except (TypeError, ValueError):
+        raise ValueError(non_number_message(x)) from None
+    if not all(map(math.isfinite, row.values())):
+        k = next(k for k, v in row.items() if not math.isfinite(v))
+        raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
+    return row
 
 
 def _sigmoid(z: float) -> float:
@@ -154,13 +168,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         keys = tuple(x)
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
-        try:
-            row = {k: float(x[k]) for k in self._canonical_keys if x[k]}
-        except (TypeError, ValueError):
-            raise ValueError(non_number_message(x)) from None
-        if not all(map(math.isfinite, row.values())):  # one NaN or inf would poison every later solve
-            k = next(k for k, v in row.items() if not math.isfinite(v))
-            raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
+        row = numeric_row(x, self._canonical_keys)
         self._buffer.window.append((row, sign))
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)

@@ -11,7 +11,7 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
-from .base import is_integer, non_number_message
+from .base import is_integer, numeric_row
 
 SCORES = ("exact", "bound")
 # at most this multiple of removal_fraction of the recent samples is skipped: exchangeable scores
@@ -215,6 +215,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
 
     # -- statistics -------------------------------------------------------------------------------
     def _vector(self, x: dict, grow: bool) -> np.ndarray:
+        x = numeric_row(x, x, drop_zeros=False)  # checked before the statistics grow by its new keys
         new = sorted((k for k in x if k not in self._index), key=key_order)
         if new and grow:
             for k in new:
@@ -223,14 +224,8 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             self._grow(len(new))
         v = np.zeros(len(self.features_) + (0 if grow else len(new)))
         extra = {k: len(self.features_) + i for i, k in enumerate(new)} if not grow else {}
-        try:
-            for k, value in x.items():
-                v[self._index[k] if k in self._index else extra[k]] = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(non_number_message(x)) from None
-        if not np.all(np.isfinite(v)):  # one NaN would make every later score NaN: nothing skipped again
-            k = next(k for k, value in x.items() if not math.isfinite(float(value)))
-            raise ValueError(f"feature {k!r} is not a finite number: {x[k]!r}")
+        for k, value in x.items():
+            v[self._index[k] if k in self._index else extra[k]] = value
         return v
 
     def _grow(self, k: int) -> None:

@@ -21,7 +21,15 @@ from ..solver import (
     side_unusable,
     solve,
 )
-from .base import RebuildingLinearClassifier, _decode_row, _encode_row, is_integer, sparse_dot
+from .base import (
+    RebuildingLinearClassifier,
+    _decode_row,
+    _encode_row,
+    is_integer,
+    label_sign,
+    numeric_row,
+    sparse_dot,
+)
 
 # fraction used by the first "auto" rebuild, before any candidate has been scored (the fixed default)
 _AUTO_START = 0.2
@@ -184,9 +192,12 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
 
     def learn_one(self, x: dict, y) -> None:
         if self._candidates:
+            # the label and the values are checked before any state changes
+            positive = label_sign(y, type(self).__name__) > 0.0
+            numeric_row(x, x)
             forget = 1.0 - 1.0 / self.window_size
             for i, (w, b) in enumerate(self._candidates):
-                wrong = (sparse_dot(w, x) + b > 0.0) != bool(y)
+                wrong = (sparse_dot(w, x) + b > 0.0) != positive
                 self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * wrong
         super().learn_one(x, y)
 
