@@ -236,22 +236,30 @@ def _owned(d: DaemonThread) -> int:
     return len(consumer.assignment()) if consumer is not None else 0
 
 
-def test_after_a_fallback_a_partition_taken_over_later_resumes_at_the_group_offset(broker, tmp_path):
-    # A falls back to an older checkpoint, which may take back only the partitions A holds from its
-    # start; a partition it takes over later from B starts where B committed, not at A's old offset
-    broker.create_topics({"in_fb": 2})
+def _daemon_a_falls_back(broker, tmp_path, topic: str, n_messages: int):
+    """Daemon A processes 400 messages of a 2-partition ``topic`` in two runs (so every checkpoint of
+    the second holds offsets of both partitions), then its newest checkpoint is torn: A will fall back.
+    Returns the bootstrap servers, the messages, and the arguments of A and of a daemon B in its group."""
+    broker.create_topics({topic: 2})
     bootstrap = broker.bootstrap_servers
-    messages = labelled_messages(1400)
-    a_args = serve_args(bootstrap, tmp_path / "a", "--input-topic", "in_fb", "--checkpoint-every", "50")
-    b_args = serve_args(bootstrap, tmp_path / "b", "--input-topic", "in_fb", "--checkpoint-every", "50")
-    for start in (0, 200):  # two runs: every checkpoint of the second holds offsets of both partitions
-        produce(bootstrap, "in_fb", messages[start:start + 200], partitions=2)
+    messages = labelled_messages(n_messages)
+    a_args, b_args = (serve_args(bootstrap, tmp_path / name, "--input-topic", topic, "--checkpoint-every", "50")
+                      for name in ("a", "b"))  # fmt: skip
+    for start in (0, 200):
+        produce(bootstrap, topic, messages[start:start + 200], partitions=2)
         with DaemonThread(a_args) as a:
             a.wait_processed(200)
             assert a.stop() == 0
     paths = CheckpointStore(tmp_path / "a").paths()
-    paths[-1].write_bytes(paths[-1].read_bytes()[:100])  # torn newest checkpoint: A falls back
+    paths[-1].write_bytes(paths[-1].read_bytes()[:100])
     assert len(CheckpointStore(tmp_path / "a").load_latest().offsets) == 2
+    return bootstrap, messages, a_args, b_args
+
+
+def test_after_a_fallback_a_partition_taken_over_later_resumes_at_the_group_offset(broker, tmp_path):
+    # A falls back to an older checkpoint; a partition it takes over from B later starts where B
+    # committed, not at A's old offset (the group's offset is not A's own commit)
+    bootstrap, messages, a_args, b_args = _daemon_a_falls_back(broker, tmp_path, "in_fb", 1400)
     with DaemonThread(b_args) as b:
         _wait_until(lambda: _owned(b) == 2, "B holds both partitions")
         with DaemonThread(a_args) as a:
@@ -281,18 +289,7 @@ def test_after_a_fallback_work_another_daemon_committed_since_is_not_redone(brok
     # A stops; its newest checkpoint is torn; B processes and commits both partitions; A restarts on its
     # older checkpoint: the group's offsets are B's commits, so A goes on from there (only its own
     # commits are redone for the restored model)
-    broker.create_topics({"in_fb2": 2})
-    bootstrap = broker.bootstrap_servers
-    messages = labelled_messages(800)
-    a_args = serve_args(bootstrap, tmp_path / "a", "--input-topic", "in_fb2", "--checkpoint-every", "50")
-    b_args = serve_args(bootstrap, tmp_path / "b", "--input-topic", "in_fb2", "--checkpoint-every", "50")
-    for start in (0, 200):  # two runs: every checkpoint of the second holds offsets of both partitions
-        produce(bootstrap, "in_fb2", messages[start:start + 200], partitions=2)
-        with DaemonThread(a_args) as a:
-            a.wait_processed(200)
-            assert a.stop() == 0
-    paths = CheckpointStore(tmp_path / "a").paths()
-    paths[-1].write_bytes(paths[-1].read_bytes()[:100])
+    bootstrap, messages, a_args, b_args = _daemon_a_falls_back(broker, tmp_path, "in_fb2", 800)
     produce(bootstrap, "in_fb2", messages[400:700], partitions=2)
     with DaemonThread(b_args) as b:
         b.wait_processed(300)
