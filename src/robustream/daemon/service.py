@@ -467,7 +467,8 @@ class Daemon:
     def _seek_to_checkpoint(self, batch: dict) -> dict:
         """For newly assigned partitions, skip ahead to the checkpoint's offset when the group's committed
         offset is behind it (a crash between checkpoint and commit), or go back to it after a fallback to an
-        older checkpoint (so that the model learns what it missed); drops the records fetched before.
+        older checkpoint when the group's offset is this daemon's own last commit (so that the model learns
+        what it missed; another member's work stands); drops the records fetched before.
 
         Decided on the first records fetched from the partition, whose high watermark tells whether the
         checkpoint's offset exists at all: a partition shorter than the checkpoint was re-created or
@@ -485,11 +486,8 @@ class Daemon:
             position = records[0].offset
             if target is None or position == target:
                 continue
-            # ahead of the restored checkpoint: this member's own commits since (made from the lost newer
-            # checkpoint) are redone so that the restored model learns them; another member's stand
-            own = self._own_commits.get(key) == position  # the group's offset is this daemon's last commit
-            if position > target and not (may_rewind and own):
-                continue
+            if position > target and not (may_rewind and self._own_commits.get(key) == position):
+                continue  # ahead, and not by this daemon's own commits since the restored checkpoint
             # behind: the group's commit trails this checkpoint. Ahead after a fallback to an older
             # checkpoint: redo the messages the restored model has not learned (their outputs repeat).
             high = self.consumer.highwater(tp)
