@@ -524,6 +524,8 @@ def test_a_feature_value_that_is_not_a_number_is_named_when_learning_and_predict
     for call in (lambda x: model.learn_one(x, True), model.predict_one, model.predict_proba_one):
         with pytest.raises(ValueError, match="feature 'city': 'Paris' is not a number"):
             call({"a": 1.0, "city": "Paris"})
+        with pytest.raises(ValueError, match="feature 'v' is not a finite number: nan"):
+            call({"a": 1.0, "v": float("nan")})  # predicted False / {nan, nan} before
 
 
 def test_a_failed_rebuild_warns_with_its_reason_and_huge_values_do_not_crash():

@@ -139,11 +139,14 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     # -- inference ----------------------------------------------------------------------------
     def decision_one(self, x: dict) -> float:
-        """``w . x + b`` in O(non-zero features)."""
+        """``w . x + b`` in O(non-zero features); ValueError naming a feature that is not a finite number."""
         try:
-            return sparse_dot(self.weights, x) + self.intercept_
+            z = sparse_dot(self.weights, x) + self.intercept_
         except TypeError:
             raise ValueError(non_number_message(x)) from None
+        if z != z:  # NaN: a NaN (or an infinite) feature value; learning rejects those rows too
+            numeric_row(x, x)  # raises, naming the feature
+        return z
 
     def predict_proba_one(self, x: dict) -> dict[bool, float]:
         p = _sigmoid(self._proba_slope * self.decision_one(x) / self._margin_unit)
