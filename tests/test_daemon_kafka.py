@@ -195,6 +195,24 @@ def test_broker_outage_and_restart_are_survived_without_restarting_the_daemon(br
     assert {k for k, _ in third} <= set(_ids(preds))
 
 
+def test_a_group_offset_past_the_end_of_a_recreated_partition_reads_it_from_the_beginning(broker, tmp_path):
+    # a broker that lost its data (re-created topics) can keep a group offset committed before: tansu
+    # answers fetches past the end with no records and no error, so nothing was ever read again
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    broker.create_topics({"in_past": 1})
+    produce(broker.bootstrap_servers, "in_past", labelled_messages(30))
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id="g1", enable_auto_commit=False)
+    tp = TopicPartition("in_past", 0)
+    consumer.assign([tp])
+    consumer.commit({tp: OffsetAndMetadata(500, "", -1)})
+    consumer.close()
+    with DaemonThread(serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--input-topic", "in_past")) as d:
+        d.wait_processed(30, timeout=30)
+        assert d.stop() == 0
+
+
 def test_corrupt_newest_checkpoint_starts_from_the_previous_one(broker, tmp_path):
     messages = labelled_messages(1000)
     produce(broker.bootstrap_servers, IN, messages[:600])

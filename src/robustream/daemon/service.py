@@ -530,7 +530,21 @@ class Daemon:
                     continue
                 if position is None:
                     continue
+            if position > high:
+                self._past_the_end(tp, position, high)
+                continue
             self.metrics.consumer_lag.labels(partition=str(tp.partition)).set(max(0, high - position))
+
+    def _past_the_end(self, tp: TopicPartition, position: int, high: int) -> None:
+        """A position past the end of its partition: the partition was re-created or truncated (a broker
+        that lost its data, with a group offset committed before). Some brokers answer such fetches with
+        no records and no error, so nothing would ever be read: read the partition from its beginning."""
+        log.warning("%s/%d: position %d is past the end of the partition (%d): re-created or truncated? reading "
+                    "it from the beginning", tp.topic, tp.partition, position, high)  # fmt: skip
+        key = (tp.topic, tp.partition)
+        self.next_offsets.pop(key, None)
+        self.checkpoint_offsets.pop(key, None)
+        self.consumer.seek_to_beginning(tp)
 
     # -- group membership --------------------------------------------------------------------------------
     def _listener(self) -> ConsumerRebalanceListener:
