@@ -246,7 +246,7 @@ def test_svmlight_round_trip(tmp_path, suffix):
         ("1 2:abc", "abc"),
         ("1 x:1", "x"),
         ("abc 1:2", "abc"),
-        ("1 0:1", "1-based"),
+        ("1 0:1", "< 1 (zero_based=False)"),
         ("1 3", "index:value"),
         ("1 3:", "index:value"),
         ("1 :3", "index:value"),
@@ -254,22 +254,97 @@ def test_svmlight_round_trip(tmp_path, suffix):
         ("1 2:1 2:3", "twice"),
         ("1 1:1 99:1", "n_features"),
         ("1 1.5:2", "1.5"),
+        ("nan 1:2", "the label is not a finite number"),
+        ("1 1:inf", "a feature value is not a finite number"),
+        ("1 2:1e999", "a feature value is not a finite number"),
+        ("1 99999999999999999999:1", "feature index 99999999999999999999 is too large"),
     ],
 )
 def test_svmlight_malformed_line_names_line(tmp_path, bad, problem):
     path = _write(tmp_path / "bad.svm", f"1 1:1\n# comment\n{bad}\n-1 2:1\n")
     with pytest.raises(ValueError) as info:
-        read_svmlight(path, n_features=10)
+        read_svmlight(path, n_features=10, zero_based=False)
     msg = str(info.value)
     assert "line 3" in msg and "bad.svm" in msg and problem in msg
 
 
+def test_svmlight_zero_based_files(tmp_path):
+    # scikit-learn writes 0-based indices by default; "auto" reads them as scikit-learn does
+    p = _write(tmp_path / "z.svm", "1 0:1 2:2\n-1 1:3\n")
+    X, y = read_svmlight(p)
+    np.testing.assert_array_equal(X.toarray(), [[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    np.testing.assert_array_equal(read_svmlight(p, zero_based=True)[0].toarray(), X.toarray())
+    with pytest.raises(ValueError, match=r"z\.svm, line 1: feature index 0 < 1 \(zero_based=False\)"):
+        read_svmlight(p, zero_based=False)
+    # a 0-based file without index 0 needs zero_based=True
+    p = _write(tmp_path / "z2.svm", "1 1:1 2:2\n-1 1:3\n")
+    assert read_svmlight(p)[0].shape == (2, 2) and read_svmlight(p, zero_based=True)[0].shape == (2, 3)
+    with pytest.raises(ValueError, match="beyond n_features=2"):
+        read_svmlight(p, n_features=2, zero_based=True)
+    with pytest.raises(ValueError, match="zero_based must be"):
+        read_svmlight(p, zero_based="yes")
+
+
+def test_text_lines_split_at_newlines_only(tmp_path):
+    # cp1252 "..." is byte 0x85, NEL once read as latin-1: a comment must not become a row
+    p = tmp_path / "nel.svm"
+    p.write_bytes("1 1:0.5 # see\u2026 -1 2:1\r\n-1 2:1\n".encode("cp1252"))
+    X, y = read_svmlight(p)
+    np.testing.assert_array_equal(y, [1.0, -1.0])
+    np.testing.assert_array_equal(X.toarray(), [[0.5, 0.0], [0.0, 1.0]])
+
+
+def test_read_csv_header_detection_keeps_numeric_rows(tmp_path):
+    for first in ("0,1", "1,2"):  # a first row of small integers is data, not a column numbering
+        X, y = read_csv(_write(tmp_path / "n.csv", f"{first}\n1,0.5\n0,1.5\n"))
+        assert X.shape == (3, 1) and y[0] == float(first[0])
+    X, y = read_csv(_write(tmp_path / "h.csv", "label,a\n1,0.5\n"))  # a text header is still detected
+    assert X.shape == (1, 1)
+    # an empty field on the first line is reported, not taken for a header
+    with pytest.raises(ValueError, match=r"e\.csv, line 1, column 1: value '' is not a number"):
+        read_csv(_write(tmp_path / "e.csv", "1,,3\n0,4,5\n"))
+    # a byte-order mark (Excel's "CSV UTF-8") is not part of the first field
+    p = tmp_path / "bom.csv"
+    p.write_bytes("1,0.5\n-1,1.5\n1,2.5\n".encode("utf-8-sig"))
+    X, y = read_csv(p)
+    np.testing.assert_array_equal(y, [1.0, -1.0, 1.0])
+    with pytest.raises(ValueError, match=r"line 2: a feature value is not a finite number"):
+        read_csv(_write(tmp_path / "f.csv", "1,0.5\n0,inf\n"))
+    with pytest.raises(ValueError, match=r"line 2: the label is not a finite number"):
+        read_csv(_write(tmp_path / "g.csv", "1,0.5\nnan,1\n"))
+
+
+def test_read_csv_checks_drop_columns_and_features(tmp_path):
+    p = _write(tmp_path / "d.csv", "7,1,0.5\n8,0,1.5\n")
+    with pytest.raises(ValueError, match=r"drop_columns=\(3,\): columns must be in range for 3 columns"):
+        read_csv(p, label_column=1, drop_columns=(3,))
+    with pytest.raises(ValueError, match="must not include label_column=1"):
+        read_csv(p, label_column=1, drop_columns=(1,))
+    with pytest.raises(ValueError, match="no feature column with delimiter"):
+        read_csv(_write(tmp_path / "t.csv", "1\t0.5\n0\t1.5\n"))
+
+
+def test_load_path_reads_tsv_and_comma_files_without_suffix(tmp_path):
+    ds = load(_write(tmp_path / "a.tsv.gz", "1\t0.5\t2\n-1\t1.5\t-1\n"))
+    np.testing.assert_array_equal(ds.X, [[0.5, 2.0], [1.5, -1.0]])
+    np.testing.assert_array_equal(ds.y, [1.0, -1.0])
+    ds = load(_write(tmp_path / "b.data", "1,0.5,2\n-1,1.5,-1\n"))  # commas -> CSV, whatever the suffix
+    np.testing.assert_array_equal(ds.X, [[0.5, 2.0], [1.5, -1.0]])
+
+
+def test_read_dense_rejects_non_finite_values(tmp_path):
+    with pytest.raises(ValueError, match=r"line 2: the label is not a finite number"):
+        read_dense(_write(tmp_path / "a.dense", "1 2\nnan 3\n"))
+    with pytest.raises(ValueError, match=r"line 1: a feature value is not a finite number"):
+        read_dense(_write(tmp_path / "b.dense", "1 -inf\n"))
+
+
 def test_read_csv_variants(tmp_path):
     p = _write(tmp_path / "a.csv.gz", "0,1,2\n1,0.5,2\n0,1.5,-1\n")  # pandas-style numeric header
-    X, y = read_csv(p)
+    X, y = read_csv(p, header=True)
     np.testing.assert_array_equal(X, [[0.5, 2.0], [1.5, -1.0]])
     np.testing.assert_array_equal(y, [1.0, 0.0])
-    X, y = read_csv(p, header=False)
+    X, y = read_csv(p)  # guessed: a line of numbers is data
     assert X.shape == (3, 2)
     p = _write(tmp_path / "b.csv", "0.5,2,g\n1.5,-1,b\n")
     X, y = read_csv(p, label_column=-1)

@@ -1,5 +1,9 @@
 """Label-noise streams and clean-label evaluation."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from river import datasets, linear_model
@@ -28,7 +32,32 @@ def test_multiclass_flips_go_to_another_label():
     numpy_bools = [({"a": 1.0}, np.bool_(i % 2)) for i in range(100)]
     assert all(yn == (not yc) for _, yn, yc in noisy_stream(numpy_bools, flip=0.9999, seed=0))
     with pytest.raises(ValueError, match="flip"):
-        list(noisy_stream(rows, flip=1.5))
+        noisy_stream(rows, flip=1.5)  # at the call, not at the first row
+
+
+def test_multiclass_labels_are_checked_and_flips_do_not_depend_on_set_order():
+    rows = [({"a": 1.0}, c) for c in ["dog", "cat"] * 5]
+    with pytest.raises(ValueError, match="label 'cat' is not in labels"):
+        list(noisy_stream(rows, flip=0.0, labels=["dog", "bird"]))  # every row, not only the flipped ones
+    with pytest.raises(ValueError, match="at least two distinct labels"):
+        noisy_stream(rows, flip=0.5, labels=["dog"])
+    animals = ["ant", "bee", "cat", "dog", "eel", "fox"]
+    rows = [({"a": 1.0}, c) for c in animals * 50]
+    as_set = list(noisy_stream(rows, flip=0.5, labels=set(animals), seed=1))
+    assert as_set == list(noisy_stream(rows, flip=0.5, labels=sorted(animals), seed=1))
+    # the same flips under other string hashes (a set's order changes with PYTHONHASHSEED)
+    script = (
+        "from robustream.evaluate import noisy_stream\n"
+        f"animals = {animals!r}\n"
+        "rows = [({'a': 1.0}, c) for c in animals * 50]\n"
+        "print([y for _, y, _ in noisy_stream(rows, flip=0.5, labels=set(animals), seed=1)])\n"
+    )
+    outputs = {
+        subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": str(h)},
+                       capture_output=True, text=True, check=True).stdout
+        for h in range(4)
+    }  # fmt: skip
+    assert outputs == {f"{[y for _, y, _ in as_set]}\n"}
 
 
 def test_prequential_and_holdout_score_against_clean_labels():

@@ -2,7 +2,9 @@
 determinism, bounded memory, persistence and robustness to flipped labels."""
 
 import copy
+import os
 import pickle
+import stat
 
 import numpy as np
 import pytest
@@ -101,6 +103,23 @@ def test_save_load_round_trip_and_corruption_is_detected(tmp_path):
     path.write_text("not json")
     with pytest.raises(persist.CorruptModelError, match="not a robustream.model"):
         RGDSVMClassifier.load(path)
+
+
+def test_model_files_refuse_non_finite_numbers_and_get_the_usual_permissions(tmp_path):
+    path = tmp_path / "m.json"
+    old_umask = os.umask(0o022)
+    try:
+        persist.dump({"w": [0.5, 1.0]}, path)
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # as open(path, "w") would give, not mkstemp's 0o600
+    # a damaged digit that reads as infinity, or NaN/Infinity constants: a corrupt file, not a model
+    for damaged in (path.read_text().replace("0.5", "0.5e999"), path.read_text().replace("0.5", "NaN")):
+        path.write_text(damaged)
+        with pytest.raises(persist.CorruptModelError, match="not a robustream-model file"):
+            persist.load(path)
+    with pytest.raises(ValueError, match=r"cannot save payload\['w'\]\[1\]"):
+        persist.dump({"w": [0.5, float("nan")]}, tmp_path / "n.json")
 
 
 def model_first_weight(text):

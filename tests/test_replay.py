@@ -146,6 +146,7 @@ def test_shared_dataset_with_max_samples(tmp_path):
         (["{garbage}"], "DATASET"),
         (["no-such-dataset-name"], "unknown data set"),
         (["{one_class}"], "every label is 7.0; replay needs two classes or more"),
+        (["{empty}"], "empty.svm: no rows"),
         (["{data}", "--max-samples", "3"], "only 3 rows (--max-samples 3), too few to replay"),
         (["{data}", "--learner", "rgd", "--param", "seed=abc"], "seed must be an integer, got 'abc'"),
     ],
@@ -155,8 +156,10 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, cap
     garbage.write_text("1 1:0.5\nnot-a-label 2:x\n")
     one_class = tmp_path / "one_class.svm"
     one_class.write_text("".join(f"7 1:{i / 10} 2:{i % 3}\n" for i in range(100)))
+    empty = tmp_path / "empty.svm"
+    empty.write_text("# a comment and no rows\n")
     values = {"missing": str(tmp_path / "missing.svm"), "data": str(svm_file), "garbage": str(garbage),
-              "one_class": str(one_class)}
+              "one_class": str(one_class), "empty": str(empty)}
     argv = [a.format(**values) for a in argv]
     code = main(["replay", *argv, "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
@@ -181,3 +184,15 @@ def test_parse_flips_sorts_and_deduplicates():
     assert replay.parse_flips(["0.2,0.1", "0.1", " 0 "]) == [0.0, 0.1, 0.2]
     with pytest.raises(replay.ReplayError, match="empty value"):
         replay.parse_flips(["0.1,"])
+
+
+@pytest.mark.parametrize("n", [399, 400, 537, 800, 801])
+def test_the_curve_has_at_most_curve_points_points(n):
+    from river.metrics import Accuracy
+
+    curve: list = []
+    stream = replay._recording_stream([{}] * n, [True] * n, [True] * n, None, False, replay._Progress(n, True),
+                                      curve, [], Accuracy())  # fmt: skip
+    assert sum(1 for _ in stream) == n
+    assert len(curve) <= replay.CURVE_POINTS and curve[-1][0] == n
+    assert len(curve) >= replay.CURVE_POINTS // 2  # not much sparser than it may be

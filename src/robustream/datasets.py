@@ -53,7 +53,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 import scipy.linalg
@@ -148,9 +148,16 @@ def _read_bytes(path: PathLike) -> bytes:
 def _read_text(path: PathLike) -> str:
     raw = _read_bytes(path)
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return raw.decode("latin-1")
+        text = raw.decode("latin-1")
+    return text[1:] if text.startswith("\ufeff") else text  # a byte-order mark (Excel's "CSV UTF-8")
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split at ``\n`` only (``\r\n`` too): ``str.splitlines`` also breaks at characters such as
+    NEL (0x85 in cp1252 text read as latin-1) or form feed, which would turn a comment into rows."""
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
 
 
 def _base_suffix(path: PathLike) -> str:
@@ -164,13 +171,15 @@ def _base_suffix(path: PathLike) -> str:
 # --------------------------------------------------------------------------
 # readers
 # --------------------------------------------------------------------------
-def read_svmlight(path: PathLike, n_features: int | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
+def read_svmlight(
+    path: PathLike, n_features: int | None = None, *, zero_based: bool | str = "auto"
+) -> tuple[sp.csr_matrix, np.ndarray]:
     """Read a svmlight / LIBSVM text file.
 
-    Each line is ``label [qid:q] idx:val idx:val ...`` with 1-based feature
-    indices.  Text after ``#`` is a comment; blank lines are skipped; ``qid``
-    tokens are ignored; indices need not be sorted but must be unique within
-    a line.  Explicitly stored zeros are dropped from the result.
+    Each line is ``label [qid:q] idx:val idx:val ...``.  Text after ``#`` is
+    a comment; blank lines are skipped; ``qid`` tokens are ignored; indices
+    need not be sorted but must be unique within a line.  Explicitly stored
+    zeros are dropped from the result.
 
     Parameters
     ----------
@@ -179,7 +188,13 @@ def read_svmlight(path: PathLike, n_features: int | None = None) -> tuple[sp.csr
         decompressed on the fly.
     n_features : int, optional
         Number of columns.  Default: the largest index in the file.  An index
-        larger than ``n_features`` is an error.
+        beyond ``n_features`` columns is an error.
+    zero_based : bool or "auto", default "auto"
+        Whether the first feature index is 0 (as scikit-learn's
+        ``dump_svmlight_file`` writes by default) or 1 (LIBSVM).  ``"auto"``,
+        as in scikit-learn: 0-based if the file holds an index 0, else 1-based
+        (a 0-based file whose first column is all zeros then reads shifted by
+        one column: pass ``zero_based=True`` for such files).
 
     Returns
     -------
@@ -210,7 +225,7 @@ def read_svmlight(path: PathLike, n_features: int | None = None) -> tuple[sp.csr
     idx_tok: list[str] = []
     val_tok: list[str] = []
     counts: list[int] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(_lines(text), 1):
         if "#" in line:
             line = line[: line.index("#")]
         toks = line.split()
@@ -244,6 +259,7 @@ def read_svmlight(path: PathLike, n_features: int | None = None) -> tuple[sp.csr
             except ValueError:
                 _svm_error(path, ln, f"label {lab!r} is not a number")
         raise  # pragma: no cover
+    _check_finite(path, y, label_lines.__getitem__, "the label")
     row_of_tok = np.repeat(np.arange(n_samples), counts)
     try:
         indices = np.array(idx_tok, dtype=np.int64)
@@ -253,6 +269,8 @@ def read_svmlight(path: PathLike, n_features: int | None = None) -> tuple[sp.csr
                 int(tok)
             except ValueError:
                 _svm_error(path, label_lines[row_of_tok[k]], f"feature index {tok!r} is not an integer")
+            if abs(int(tok)) > np.iinfo(np.int64).max:
+                _svm_error(path, label_lines[row_of_tok[k]], f"feature index {tok} is too large")
         raise  # pragma: no cover
     try:
         data = np.array(val_tok, dtype=np.float64)
@@ -263,13 +281,20 @@ def read_svmlight(path: PathLike, n_features: int | None = None) -> tuple[sp.csr
             except ValueError:
                 _svm_error(path, label_lines[row_of_tok[k]], f"feature value {tok!r} is not a number")
         raise  # pragma: no cover
+    _check_finite(path, data, lambda k: label_lines[row_of_tok[k]], "a feature value")
 
+    if zero_based not in (True, False, "auto"):
+        raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    if zero_based == "auto":
+        zero_based = bool(indices.size) and int(indices.min()) == 0
+    first = 0 if zero_based else 1
     if indices.size:
-        bad = np.flatnonzero(indices < 1)
+        bad = np.flatnonzero(indices < first)
         if bad.size:
             k = bad[0]
-            _svm_error(path, label_lines[row_of_tok[k]], f"feature index {indices[k]} < 1 (indices are 1-based)")
-        max_index = int(indices.max())
+            _svm_error(path, label_lines[row_of_tok[k]],
+                       f"feature index {indices[k]} < {first} (zero_based={zero_based})")
+        max_index = int(indices.max()) + 1 - first  # columns needed
     else:
         max_index = 0
     if n_features is None:
@@ -279,9 +304,10 @@ def read_svmlight(path: PathLike, n_features: int | None = None) -> tuple[sp.csr
         if n_features < 0:
             raise ValueError(f"n_features must be >= 0, got {n_features}")
         if max_index > n_features:
-            k = int(np.flatnonzero(indices > n_features)[0])
-            _svm_error(path, label_lines[row_of_tok[k]], f"feature index {indices[k]} > n_features={n_features}")
-    indices -= 1
+            k = int(np.flatnonzero(indices + 1 - first > n_features)[0])
+            _svm_error(path, label_lines[row_of_tok[k]],
+                       f"feature index {indices[k]} is beyond n_features={n_features} (zero_based={zero_based})")
+    indices -= first
 
     if indices.size:
         order = np.lexsort((indices, row_of_tok))
@@ -302,6 +328,15 @@ def _svm_error(path: PathLike, lineno: int, problem: str) -> None:
     raise ValueError(f"{path}, line {lineno}: {problem}")
 
 
+def _check_finite(path: PathLike, values: np.ndarray, line_of: Callable[[int], int], what: str) -> None:
+    """A "file, line N" error at the first NaN or infinite entry of ``values``; ``line_of`` maps the
+    index of an entry along the first axis to its line number."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        first = int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
+        raise ValueError(f"{path}, line {line_of(first)}: {what} is not a finite number")
+
+
 def _is_float(s: str) -> bool:
     try:
         float(s)
@@ -311,23 +346,17 @@ def _is_float(s: str) -> bool:
 
 
 def _looks_like_header(first: Sequence[str], second: Sequence[str] | None) -> bool:
-    """Guess whether the first CSV line is a header.
-
-    It is if some column is not a number on the first line but is one on the
-    second (a string label column does not count), if it has no number at
-    all, or if it is the column numbering ``0,1,...,k-1`` / ``1,...,k``
-    written as integers (the way pandas writes an unnamed frame)."""
-    numeric = [_is_float(f) for f in first]
-    if not any(numeric):
+    """Guess whether the first CSV line is a header: it is if it holds text (a field that is neither
+    empty nor a number) and no number at all, or text in a column that holds a number on the second
+    line (a string label column does not count). A line of numbers is data: a header of numbers (the
+    column numbering pandas writes for an unnamed frame) needs ``header=True``; an empty field is
+    left to the "not a number" error."""
+    text = [bool(f) and not _is_float(f) for f in first]
+    if not any(text):
+        return False
+    if not any(_is_float(f) for f in first):
         return True
-    if second is not None and len(second) == len(first):
-        if any(not a and _is_float(b) for a, b in zip(numeric, second)):
-            return True
-    if all(f.isdigit() for f in first):
-        vals = [int(f) for f in first]
-        k = len(vals)
-        return vals == list(range(k)) or vals == list(range(1, k + 1))
-    return False
+    return second is not None and len(second) == len(first) and any(t and _is_float(b) for t, b in zip(text, second))
 
 
 def read_csv(
@@ -349,13 +378,14 @@ def read_csv(
         (``-1`` = last column).
     header : bool or None, default None
         Whether the first line is a header.  ``None`` detects it: the first
-        line is a header if it has no number, if a column holds text on the
-        first line and a number on the second, or if it reads
-        ``0,1,...,k-1`` (or ``1,...,k``).
+        line is a header if it holds text and no number, or if a column holds
+        text on the first line and a number on the second.  A first line of
+        numbers is read as data (pass ``True`` for a header of column numbers).
     delimiter : str, default ","
         Field separator.  Fields are stripped of spaces and double quotes.
     drop_columns : sequence of int, default ()
-        Columns to ignore (for example an id column).
+        Columns to ignore (for example an id column); each must exist and
+        must not be the label column.
 
     Returns
     -------
@@ -382,7 +412,7 @@ def read_csv(
     array([1., 0.])
     """
     text = _read_text(path)
-    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    lines = [(i, ln) for i, ln in enumerate(_lines(text), 1) if ln.strip()]
     if not lines:
         return np.zeros((0, 0)), np.zeros(0)
     rows = [[f.strip().strip('"').strip() for f in ln.split(delimiter)] for _, ln in lines]
@@ -400,6 +430,12 @@ def read_csv(
     if not 0 <= lab < n_cols:
         raise ValueError(f"label_column={label_column} is out of range for {n_cols} columns in {path}")
     drop = {c + n_cols if c < 0 else c for c in drop_columns}
+    if any(not 0 <= c < n_cols for c in drop) or lab in drop:
+        raise ValueError(f"drop_columns={tuple(drop_columns)!r}: columns must be in range for {n_cols} columns "
+                         f"and must not include label_column={label_column} in {path}")
+    if n_cols - 1 - len(drop) < 1:
+        raise ValueError(f"{path}: no feature column with delimiter {delimiter!r} ({n_cols} columns, "
+                         f"label_column={label_column}, drop_columns={tuple(drop_columns)!r})")
     feat_cols = [c for c in range(n_cols) if c != lab and c not in drop]
     labels = [r[lab] for r in rows]
     feats = [[r[c] for c in feat_cols] for r in rows]
@@ -411,10 +447,14 @@ def read_csv(
                 if not _is_float(f):
                     raise ValueError(f"{path}, line {lineno}, column {c}: value {f!r} is not a number") from None
         raise  # pragma: no cover
+    line_numbers = [lineno for lineno, _ in lines]
+    _check_finite(path, X, line_numbers.__getitem__, "a feature value")
     try:
         y = np.array(labels, dtype=np.float64)
     except ValueError:
         y = np.array(labels, dtype=str)
+    else:
+        _check_finite(path, y, line_numbers.__getitem__, "the label")
     return X, y
 
 
@@ -447,7 +487,7 @@ def read_dense(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
     tokens: list[str] = []
     lines: list[int] = []
     n_cols = None
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(_lines(text), 1):
         if "#" in line:
             line = line[: line.index("#")]
         toks = line.split()
@@ -468,6 +508,8 @@ def read_dense(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
             if not _is_float(tok):
                 raise ValueError(f"{path}, line {lines[k // n_cols]}: value {tok!r} is not a number") from None
         raise  # pragma: no cover
+    _check_finite(path, arr[:, 0], lines.__getitem__, "the label")
+    _check_finite(path, arr[:, 1:], lines.__getitem__, "a feature value")
     return np.ascontiguousarray(arr[:, 1:]), arr[:, 0].copy()
 
 
@@ -745,16 +787,16 @@ def _sniff_format(path: Path) -> str:
     if suffix == ".dense":
         return "dense"
     text = _read_text(path)
-    for line in text.splitlines():
+    for line in _lines(text):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         toks = line.split()
-        if any(":" in t for t in toks[1:]) or len(toks) == 1:
+        if any(":" in t for t in toks[1:]):
             return "svmlight"
         if "," in line:
             return "csv"
-        return "dense"
+        return "svmlight" if len(toks) == 1 else "dense"
     return "svmlight"
 
 
@@ -765,7 +807,7 @@ def _load_path(path: Path, dense: bool | None, binary: bool) -> Dataset:
         X, y_raw = read_svmlight(path)
         sparse_source = True
     elif fmt == "csv":
-        X, y_raw = read_csv(path, label_column=0, header=None)
+        X, y_raw = read_csv(path, label_column=0, header=None, delimiter="\t" if _base_suffix(path) == ".tsv" else ",")
     else:
         X, y_raw = read_dense(path)
     y, classes = _encode_labels(y_raw, None, binary)

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import numbers
 import random
 from typing import Any, Hashable, Iterable, Iterator, Sequence
 
@@ -26,23 +27,38 @@ def noisy_stream(
 ) -> Iterator[tuple[dict, Any, Any]]:
     """Yield ``(x, y_noisy, y_clean)``: each label is wrong with probability ``flip`` (uniform noise).
 
-    Binary (bool) labels are negated; with ``labels`` given (multi-class) a wrong label is drawn
-    uniformly from the *other* labels. Seeded: the same stream and seed give the same flips.
+    Binary (bool) labels are negated; with ``labels`` given (multi-class, at least two) a wrong label
+    is drawn uniformly from the *other* labels, and every label of the stream must be one of them.
+    Seeded: the same stream and seed give the same flips (``labels`` given as a set are sorted, so
+    the flips do not depend on the set's iteration order). The arguments are checked at the call,
+    the labels as the rows arrive.
     """
-    if not 0.0 <= flip < 1.0:
+    if not (isinstance(flip, numbers.Real) and not isinstance(flip, bool) and 0.0 <= flip < 1.0):
         raise ValueError(f"flip must be in [0, 1), got {flip!r}")
-    rng = random.Random(seed)
+    if labels is not None:
+        if isinstance(labels, (set, frozenset)):
+            try:
+                labels = sorted(labels)
+            except TypeError:  # labels of several types
+                labels = sorted(labels, key=repr)
+        labels = list(labels)
+        if len(set(labels)) < 2:
+            raise ValueError(f"labels must hold at least two distinct labels, got {labels!r}")
+    return _flipped(stream, flip, random.Random(seed), labels)
+
+
+def _flipped(stream, flip: float, rng: random.Random, labels: list | None) -> Iterator[tuple[dict, Any, Any]]:
     for x, y in stream:
-        if labels is None and not isinstance(y, (bool, np.bool_)):
-            raise ValueError(f"label {y!r} is not a bool: pass labels=[...] for multi-class streams")
+        if labels is None:
+            if not isinstance(y, (bool, np.bool_)):
+                raise ValueError(f"label {y!r} is not a bool: pass labels=[...] for multi-class streams")
+        elif y not in labels:
+            raise ValueError(f"label {y!r} is not in labels {labels!r}")
         if rng.random() < flip:
             if labels is None:
                 yield x, not bool(y), y
             else:
-                others = [c for c in labels if c != y]
-                if len(others) == len(labels):
-                    raise ValueError(f"label {y!r} is not in labels {list(labels)!r}")
-                yield x, rng.choice(others), y
+                yield x, rng.choice([c for c in labels if c != y]), y
         else:
             yield x, y, y
 

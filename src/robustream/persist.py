@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -26,9 +27,40 @@ def _canonical(payload: Any) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+def _non_finite_at(value: Any, where: str = "payload") -> str | None:
+    """Where in ``value`` the first NaN or infinite float sits (``payload['weights'][3]``), if anywhere."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite_at(item, f"{where}[{key!r}]")
+        if found:
+            return found
+    return None
+
+
+def _file_mode() -> int:
+    """What ``open(path, "w")`` would give: 0o666 less the process's umask (read without changing it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o644
+
+
 def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> None:
-    """Write ``payload`` (JSON-able) atomically with its checksum; ``format_name`` tells what the file holds."""
-    body = _canonical(payload)
+    """Write ``payload`` (JSON-able) atomically with its checksum; ``format_name`` tells what the file holds.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it (not ``mkstemp``'s 0o600).
+    """
+    try:
+        body = _canonical(payload)
+    except ValueError as exc:  # NaN or infinity: JSON has no such number
+        where = _non_finite_at(payload)
+        raise ValueError(f"{path}: cannot save {where or 'a value'}: {exc}") from None
     # = _canonical(doc), around the payload text already written (json.dump would encode it again,
     # in pure Python: ~10x slower than json.dumps)
     doc = b'{"format":%s,"payload":%s,"sha256":"%s","version":%d}' % (
@@ -37,6 +69,7 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(doc)
             fh.flush()
@@ -50,8 +83,8 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
 def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     """Read and verify a file written by :func:`dump`; raises :class:`CorruptModelError`."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
+    except (UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
         raise CorruptModelError(f"{path}: not a {format_name} file ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != format_name:
         raise CorruptModelError(f"{path}: not a {format_name} file (format field missing or wrong)")
@@ -60,3 +93,14 @@ def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     if hashlib.sha256(_canonical(doc.get("payload"))).hexdigest() != doc.get("sha256"):
         raise CorruptModelError(f"{path}: checksum mismatch (the file is corrupt or was edited)")
     return doc["payload"]
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")  # dump never writes NaN or Infinity
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # e.g. 1e999: a damaged digit
+        raise ValueError(f"number {text} is out of range")
+    return value

@@ -253,7 +253,7 @@ def _recording_stream(xs, ys_noisy, ys_clean, learner, track: bool, progress: _P
                       curve: list, rebuilds: list, metric) -> Iterator[tuple[dict, Any, Any]]:  # fmt: skip
     """Feed ``prequential`` and, after each learned row, record the curve and the rebuilds."""
     n = len(xs)
-    every = max(1, n // CURVE_POINTS)
+    every = max(1, -(-n // CURVE_POINTS))  # ceil: at most CURVE_POINTS points
     last_rebuilds = getattr(learner, "n_rebuilds_", 0) if track else 0
     pending = 0
     for i, (x, yn, yc) in enumerate(zip(xs, ys_noisy, ys_clean)):
@@ -435,6 +435,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ReplayError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
 
     data = _load(args.dataset)
+    if data.n_samples == 0:
+        raise ReplayError(f"DATASET {data.name}: no rows")
     if len(data.classes) < 2:
         raise ReplayError(f"DATASET {data.name}: every label is {data.classes[0]!r}; replay needs two classes or more")
     classes = np.unique(data.y)
@@ -504,7 +506,10 @@ def _run(args: argparse.Namespace) -> int:
         "plots": plots,
         "notes": notes,
     }  # fmt: skip
-    (out / "replay.json").write_text(json.dumps(result, indent=1, default=_json_default))
+    try:
+        (out / "replay.json").write_text(json.dumps(result, indent=1, default=_json_default))
+    except OSError as exc:
+        raise ReplayError(f"--out {out}: cannot write replay.json ({exc.strerror or exc})") from None
     for s in summary:
         print(f"flip {s['flip']:.2f}: holdout error {100 * s['holdout_error_mean']:.2f}% "
               f"(sd {100 * s['holdout_error_sd']:.2f}), prequential accuracy {s['prequential_accuracy_mean']:.4f}")
