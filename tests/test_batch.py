@@ -67,11 +67,22 @@ def test_one_vs_rest_multiclass_with_string_labels():
     assert clf.outlier_mask_[flip].mean() > 0.7
 
 
+def test_a_fixed_fraction_refit_leaves_no_auto_results_behind():
+    s = _noisy_problem(seed=3)
+    X, y = s.X_train, s.y_train
+    clf = RGDSVC(outlier_fraction="auto", random_state=0).fit(X, y)
+    assert clf.auto_scores_ and clf.auto_sides_
+    clf.set_params(outlier_fraction=0.1).fit(X, y)
+    assert clf.outlier_fraction_ == 0.1 and clf.auto_scores_ == {} and clf.auto_sides_ == {}
+
+
 def test_auto_outlier_fraction_picks_from_the_grid():
     s = _noisy_problem(seed=3)
     clf = RGDSVC(outlier_fraction="auto", random_state=0).fit(s.X_train, s.y_train)
     assert clf.outlier_fraction_ in (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
     assert set(clf.auto_scores_) == {0.05, 0.10, 0.15, 0.20, 0.25, 0.30}
+    best = max(clf.auto_scores_.values())  # the pick: the best holdout score (the smallest such rate)
+    assert clf.outlier_fraction_ == min(r for r, v in clf.auto_scores_.items() if v == best)
     assert clf.score(s.X_test, s.y_test) > 0.95
 
 

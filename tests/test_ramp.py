@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 
 from robustream import ramp
 from robustream.kernels.dual_cd import (
@@ -360,7 +361,10 @@ def test_input_errors_name_the_problem():
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         est.fit(X, y[:-1])
     with pytest.raises(ValueError, match="1-D"):
-        est.fit(X, y[:, None])
+        est.fit(X, np.c_[y, y])
+    with pytest.warns(DataConversionWarning, match="column-vector y"):  # flattened, as scikit-learn does
+        from_column = RampSVC(random_state=0).fit(X, y[:, None]).coef_
+    np.testing.assert_array_equal(from_column, RampSVC(random_state=0).fit(X, y).coef_)
     est.fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :-1])

@@ -148,7 +148,7 @@ def test_shared_dataset_with_max_samples(tmp_path):
         (["{one_class}"], "every label is 7.0; replay needs two classes or more"),
         (["{empty}"], "empty.svm: no rows"),
         (["{data}", "--max-samples", "3"], "only 3 rows (--max-samples 3), too few to replay"),
-        (["{data}", "--learner", "rgd", "--param", "seed=abc"], "seed must be an integer, got 'abc'"),
+        (["{data}", "--learner", "rgd", "--param", "seed=abc"], "seed must be a non-negative integer, got 'abc'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, capsys):

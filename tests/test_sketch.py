@@ -95,3 +95,19 @@ def test_hashed_column_table_is_the_hash_of_each_index_whatever_was_cached_befor
         p, s = sk.feature_hash(j)
         np.add.at(dense[j], p, s / np.sqrt(3))
     np.testing.assert_allclose(JLSketch(16, "hashed", seed=5, hash_nnz=3).transform(X), X @ dense, atol=1e-12)
+
+
+@pytest.mark.parametrize("sketch_dim", [4, 8, 128])
+def test_hashed_columns_have_distinct_positions_and_unit_norm(sketch_dim):
+    sk = JLSketch(sketch_dim, "hashed", seed=3, hash_nnz=4)
+    Z = sk.transform(np.eye(5000))  # column j of the sketch = the sketch of feature j
+    np.testing.assert_allclose(np.einsum("ij,ij->i", Z, Z), 1.0, rtol=1e-12)  # no position used twice
+    for j in (0, 17, 4999):
+        positions, _ = sk.feature_hash(str(j))
+        assert len(set(positions.tolist())) == 4
+
+
+def test_sketch_seed_must_be_a_non_negative_integer():
+    for seed in (None, -1, 2**63, 1.5, "7", True):
+        with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*63\)"):
+            JLSketch(8, "hashed", seed=seed)

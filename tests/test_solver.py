@@ -262,7 +262,7 @@ def test_warm_start_roots_the_tree_at_the_given_direction(sketch):
     assert cold.tree_width != pytest.approx(good_width, rel=1e-3)
     if sketch is None:
         assert good_width > 0.0 > cold.tree_width
-    with pytest.raises(ValueError, match=r"warm_start must have shape \(12,\)"):
+    with pytest.raises(ValueError, match=r"warm_start must be 12 finite values, got shape \(3,\)"):
         solve(X, y, warm_start=np.ones(3))
 
 
@@ -352,5 +352,119 @@ def test_without_a_tree_sparse_rows_stay_sparse_and_nothing_discarded_gives_the_
         n_out = int(np.floor(0.1 * (y == s).sum()))
         expected = np.sort(np.argsort(np.where(y == s, margins, np.inf), kind="stable")[:n_out])
         np.testing.assert_array_equal(np.flatnonzero(trimmed.outlier_mask & (y == s)), expected)
-    with pytest.raises(ValueError, match="tree_height must be >= 0"):
+    with pytest.raises(ValueError, match="tree_height must be an integer >= 0, got -1"):
         solve(X, y, tree_height=-1)
+
+
+def _separable_strips(n=100, seed=0):
+    rng = np.random.default_rng(seed)
+    P = np.c_[rng.uniform(-5, 15, n), rng.uniform(0.1, 1.0, n)]
+    Q = np.c_[rng.uniform(-15, 5, n), rng.uniform(-1.0, -0.1, n)]
+    return np.r_[P, Q], np.r_[np.ones(n), -np.ones(n)]
+
+
+@pytest.mark.parametrize("far", [1e5, 1e7])
+def test_a_far_row_that_carries_no_coefficient_does_not_make_separable_hulls_look_intersecting(far):
+    X, y = _separable_strips()
+    clean = solve(X, y, outlier_fraction=(0.02, 0.02), polish="hard", seed=0)
+    # one correctly labelled row deep on its own side: it is an inlier with coefficient 0
+    Xf, yf = np.r_[X, [[far, 0.5 * far]]], np.r_[y, 1.0]
+    sol = solve(Xf, yf, outlier_fraction=(0.02, 0.02), polish="hard", seed=0)
+    assert sol.polish == "hard" and sol.info["nu"] == 0.3  # no fall back to shrunken hulls
+    assert clean.margin_width > 0.2 and sol.margin_width > 0.2  # the strips are 0.2 apart
+    assert np.mean(np.sign(X @ sol.coef + sol.intercept) == y) == 1.0
+
+
+def test_min_error_intercept_never_cuts_through_tied_projections():
+    from robustream.solver import _intercept
+
+    # 5 negatives at 0, then 3 negatives and 5 positives tied at 1: the best cut is between 0 and 1
+    proj = np.r_[np.zeros(5), np.ones(8)]
+    sign = np.r_[-np.ones(8), np.ones(5)]
+    coef = np.r_[np.full(8, 1 / 8), np.full(5, 1 / 5)]
+    for order in (np.arange(13), np.r_[np.arange(8, 13), np.arange(8)]):  # the row order must not matter
+        b = _intercept(proj[order], sign[order], coef[order], np.ones(13, bool), "min_error")
+        assert 0.0 < -b < 1.0
+        assert np.sum(np.where(proj + b > 0, 1.0, -1.0) != sign) == 3
+    # the end cuts are clear of the values, even for large projections
+    big = np.array([1e17, 1e17 + 64.0])
+    b = _intercept(big, np.array([1.0, 1.0]), np.array([0.5, 0.5]), np.ones(2, bool), "min_error")
+    assert np.all(big + b > 0.0)
+
+
+def test_equal_class_means_and_equal_first_rows_still_give_a_search_direction():
+    X = np.array([[0.0, 1.0], [0.0, -1.0], [2.0, 0.0], [-2.0, 0.0]] * 5)  # class means both 0
+    y = np.array([1.0, 1.0, -1.0, -1.0] * 5)
+    X = np.r_[[[0.0, 0.0]], X, [[0.0, 0.0]]]  # the first positive and the first negative are the same point
+    y = np.r_[1.0, y, -1.0]
+    results = []
+    for order in (np.arange(y.size), np.random.default_rng(0).permutation(y.size)):
+        sol = solve(X[order], y[order], outlier_fraction=(0.2, 0.2), seed=0)
+        assert np.isfinite(sol.tree_width) and sol.n_tree_nodes > 1
+        results.append(round(sol.tree_width, 9))
+    assert results[0] == results[1]  # the search does not depend on which rows come first
+
+
+def test_auto_polish_reports_soft_when_a_hard_polish_met_intersecting_hulls():
+    rng = np.random.default_rng(0)
+    reported = set()
+    for trial in range(60):
+        X = np.r_[rng.normal([2.0, 0], 1, (40, 2)), rng.normal([-2.0, 0], 1, (40, 2))]
+        y = np.r_[np.ones(40), -np.ones(40)]
+        y[rng.choice(80, 6, replace=False)] *= -1
+        # a poor root (orthogonal to the separation): the first inliers overlap, the hard polish goes soft
+        sol = solve(X, y, outlier_fraction=(0.15, 0.15), polish="auto", tree_height=0, warm_start=np.array([0.0, 1.0]),
+                    seed=trial)  # fmt: skip
+        if sol.polish == "hard":  # then the result is the max-margin solution of its inliers
+            hard = solve(X, y, outlier_fraction=(0.15, 0.15), polish="hard", tree_height=0,
+                         warm_start=np.array([0.0, 1.0]), seed=trial)  # fmt: skip
+            np.testing.assert_allclose(sol.coef, hard.coef, rtol=1e-9)
+        reported.add(sol.polish)
+    assert "soft" in reported
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"outlier_fraction": (-0.1, 0.1)}, r"outlier_fraction must be a pair .* got \(-0.1, 0.1\)"),
+        ({"outlier_fraction": (float("nan"), 0.1)}, "outlier_fraction must be a pair"),
+        ({"outlier_fraction": 0.1}, r"outlier_fraction must be a pair .* got 0.1"),
+        ({"nu": 0.0}, r"nu must be in \(0, 1\], got 0.0"),
+        ({"delta": 0.0}, r"delta must be in \(0, 1\), got 0.0"),
+        ({"level_width": 0}, "level_width must be an integer >= 1, got 0"),
+        ({"tree_rows": 0}, "tree_rows must be a positive integer or None, got 0"),
+        ({"refit_rounds": 1.5}, "refit_rounds must be an integer >= 0, got 1.5"),
+        ({"warm_start": np.array([np.nan, 1.0])}, "warm_start must be 2 finite values"),
+        ({"polish_start": np.r_[np.inf, np.ones(39)]}, "polish_start must be 40 non-negative weights"),
+    ],
+)
+def test_solve_names_a_bad_argument(kwargs, match):
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(2, 1, (20, 2)), rng.normal(-2, 1, (20, 2))]
+    y = np.r_[np.ones(20), -np.ones(20)]
+    with pytest.raises(ValueError, match=match):
+        solve(X, y, **kwargs)
+    with pytest.raises(ValueError, match=r"y must be 1-d with one label per row of X \(40\), got shape \(39,\)"):
+        solve(X, y[:-1])
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e150])
+def test_values_too_small_or_too_large_for_float64_products_are_an_error_not_a_zero_model(scale):
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(2, 1, (20, 2)), rng.normal(-2, 1, (20, 2))] * scale
+    y = np.r_[np.ones(20), -np.ones(20)]
+    with pytest.raises(ValueError, match="rescale the features"):
+        solve(X, y)
+    inside = X / scale * 1e-130  # inside the range: a real model
+    sol = solve(inside, y)
+    assert np.mean(np.sign(inside @ sol.coef + sol.intercept) == y) > 0.9
+
+
+def test_a_sparse_matrix_too_wide_for_a_dense_tree_asks_for_a_sketch():
+    n, d = 400, 1_000_000  # 3 GB dense
+    X = sp.random(n, d, density=1e-5, format="csr", random_state=0) + sp.eye(n, d, format="csr")
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    with pytest.raises(ValueError, match=r"400 x 1000000 sparse rows would take 3.0 GiB; run the tree on a JL sketch"):
+        solve(X, y)
+    sol = solve(X, y, sketch=JLSketch(32, "hashed", seed=0))  # with a sketch the rows stay sparse
+    assert sol.coef.shape == (d,)

@@ -93,7 +93,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     outlier_fraction_ : float or tuple
         The outlier fraction used (the pick of ``"auto"``: a float, or a pair for a one-sided pick).
     auto_scores_, auto_sides_ : dict
-        With ``"auto"``: holdout accuracy and kept side (see ``AUTO_SIDES``) per rate.
+        With ``"auto"``: holdout accuracy and kept side (see ``AUTO_SIDES``) per rate; empty
+        otherwise.
     n_features_in_ : int
 
     Examples
@@ -201,6 +202,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed)
         else:
             self.outlier_fraction_ = self.outlier_fraction
+            self.auto_scores_, self.auto_sides_ = {}, {}  # no candidates: not those of an earlier auto fit
         self._fit_models(X, y, self.outlier_fraction_, seed)
         return self
 

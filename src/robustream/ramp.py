@@ -50,10 +50,12 @@ from __future__ import annotations
 
 import numbers
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 
 from robustream.blas import single_threaded_blas
 from robustream.kernels.dual_cd import dual_cd_csr, dual_cd_dense
@@ -435,6 +437,10 @@ class RampSVC:
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:  # a column vector: flattened with a warning, as scikit-learn does
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it was flattened.",
+                          DataConversionWarning, stacklevel=3)  # fmt: skip
+            y = y.ravel()
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D of shape ({n},); got shape {y.shape}")
         if y.shape[0] != n:

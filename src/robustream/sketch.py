@@ -35,12 +35,24 @@ def resolve_sketch_dim(sketch_dim: int | str | None, n_features: int) -> int | N
 
 
 def _hashed_columns(names: Iterable[str], seed: int, hash_nnz: int, sketch_dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(positions, signs)``, one row of ``hash_nnz`` per name: a BLAKE2b hash of the name keyed
-    by the seed, so the same on every platform and run."""
+    """``(positions, signs)``, one row of ``hash_nnz`` distinct positions per name: a BLAKE2b hash of
+    the name keyed by the seed, so the same on every platform and run.
+
+    Position j is word j modulo ``sketch_dim``; where it repeats an earlier position of the row, it
+    is drawn among the free positions instead (word j modulo ``sketch_dim - j``, counted over the
+    free ones), so every column has norm 1, as sparse JL transforms need.
+    """
     key = seed.to_bytes(8, "little", signed=True)
     digests = b"".join(hashlib.blake2b(n.encode("utf-8"), digest_size=8 * hash_nnz, key=key).digest() for n in names)
     words = np.frombuffer(digests, dtype="<u8").reshape(-1, hash_nnz)
     positions = (words % np.uint64(sketch_dim)).astype(np.int64)
+    for j in range(1, hash_nnz):
+        clash = (positions[:, :j] == positions[:, j : j + 1]).any(axis=1)
+        if clash.any():
+            slot = (words[clash, j] % np.uint64(sketch_dim - j)).astype(np.int64)
+            for taken in np.sort(positions[clash, :j], axis=1).T:  # ascending: the slot-th free position
+                slot += slot >= taken
+            positions[clash, j] = slot
     signs = np.where((words >> np.uint64(63)) == 1, -1.0, 1.0)
     return positions, signs
 
@@ -94,6 +106,8 @@ class JLSketch:
             raise ValueError(f"sketch_dim must be a positive integer, got {self.sketch_dim!r}")
         if not isinstance(self.hash_nnz, (int, np.integer)) or not 1 <= self.hash_nnz <= self.sketch_dim:
             raise ValueError(f"hash_nnz must be an integer in [1, sketch_dim], got {self.hash_nnz!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**63:
+            raise ValueError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
 
     # -- construction -------------------------------------------------------------------------
     def fit(self, n_features: int) -> "JLSketch":

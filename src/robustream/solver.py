@@ -39,7 +39,9 @@ from .sketch import JLSketch
 
 POLISH_MODES = ("hard", "soft", "auto")
 INTERCEPT_RULES = ("bisector", "min_error")
+VALUE_RANGE = (1e-140, 1e140)  # largest |x| a solve accepts: squares and sums of squares stay normal floats
 FULL_GRAM_ROWS = 4000  # up to this many rows a Gram matrix (<= 128 MB) beats working sets
+DENSE_TREE_BYTES = 2 << 30  # largest dense copy of sparse rows the tree makes without a sketch
 
 
 @dataclass
@@ -73,6 +75,15 @@ def check_polish(polish: str, nu: float) -> None:
         raise ValueError(f"polish must be one of {POLISH_MODES}, got {polish!r}")
     if not (isinstance(nu, numbers.Real) and not isinstance(nu, bool) and 0.0 < nu <= 1.0):
         raise ValueError(f"nu must be in (0, 1], got {nu!r}")
+
+
+def _check_pair(outlier_fraction) -> None:
+    """``solve``'s ``outlier_fraction``: a pair of per-class shares in [0, 1)."""
+    ok = isinstance(outlier_fraction, (tuple, list, np.ndarray)) and len(outlier_fraction) == 2 and all(
+        isinstance(g, numbers.Real) and not isinstance(g, bool) and 0.0 <= g < 1.0 for g in outlier_fraction
+    )
+    if not ok:
+        raise ValueError(f"outlier_fraction must be a pair (positive, negative) of shares in [0, 1), got {outlier_fraction!r}")
 
 
 def per_class_outlier_fractions(
@@ -268,27 +279,29 @@ def nearest_point(
         coef = coef0.astype(np.float64).copy()
     w = _combine(X, sign, coef)
     steps = 0
-    # intersecting (reduced) hulls have w = 0: an absolute floor on the gap ends that case
-    floor = 1e-12 * _max_row_norm2(X)
     if gram is not None or n <= full_gram_rows:
         K = gram_matrix(X) if gram is None else gram
+        row_sq = np.diag(K)
         # projections through w (O(n d)) rather than K (O(n^2)): K is read only by the MDM steps
         g = sign * _matvec(X, w)
         ww = float(w @ w)
         while steps < max_iter:
+            floor = _gap_floor(row_sq, coef)
             target = max(tol * ww, floor)
             coef, g, ww, it = mdm_gram(K, g, sign, coef, cap, ww, target, min(20_000, max_iter - steps))
             steps += it
             w = _combine(X, sign, coef)
             g = sign * _matvec(X, w)  # refresh: removes the drift of the running values
             ww = float(w @ w)
-            if _total_gap(g, sign, coef, cap) <= max(tol * ww, floor) or it == 0:
+            if _total_gap(g, sign, coef, cap) <= max(tol * ww, _gap_floor(row_sq, coef)) or it == 0:
                 return coef, steps, True
         return coef, steps, False
+    row_sq = _row_norms2(X)
     m_half = max(2, working_set // 4)
     for _ in range(max(1, max_iter // 100)):
         g = sign * _matvec(X, w)
         ww = float(w @ w)
+        floor = _gap_floor(row_sq, coef)
         if _total_gap(g, sign, coef, cap) <= max(tol * ww, floor):
             return coef, steps, True
         ws = _working_set(g, sign, coef, cap, m_half)
@@ -303,7 +316,7 @@ def nearest_point(
         if steps >= max_iter or it == 0:
             break
     g = sign * _matvec(X, w)
-    return coef, steps, _total_gap(g, sign, coef, cap) <= max(tol * float(w @ w), floor)
+    return coef, steps, _total_gap(g, sign, coef, cap) <= max(tol * float(w @ w), _gap_floor(row_sq, coef))
 
 
 def _dense_row(row) -> np.ndarray:
@@ -311,9 +324,22 @@ def _dense_row(row) -> np.ndarray:
     return row.toarray().ravel() if sp.issparse(row) else np.asarray(row).ravel()
 
 
-def _max_row_norm2(X) -> float:
-    sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
-    return float(np.max(sq)) if sq.shape[0] else 0.0
+def _row_norms2(X) -> np.ndarray:
+    """Squared norm of every row."""
+    return np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+
+
+def _support_scale(row_sq: np.ndarray, coef: np.ndarray) -> float:
+    """Largest squared norm of the rows that ``w`` combines (``coef > 0``): the scale of the rounding
+    in ``w`` and in its projections. A row far away that carries no coefficient (an outlier, or an
+    inlier deep on its own side) must not make a small but exact ``w`` look like zero."""
+    support = coef > 0.0
+    return float(row_sq[support].max()) if support.any() else 0.0
+
+
+def _gap_floor(row_sq: np.ndarray, coef: np.ndarray) -> float:
+    # intersecting (reduced) hulls have w = 0: an absolute floor on the gap ends that case
+    return 1e-12 * _support_scale(row_sq, coef)
 
 
 def _total_gap(g, sign, coef, cap) -> float:
@@ -451,24 +477,41 @@ def solve(
     >>> bool(sol.outlier_mask[:5].all()), float(np.mean(np.sign(X @ sol.coef + sol.intercept) == np.r_[np.ones(50), -np.ones(50)])) > 0.95
     (True, True)
     """
-    if polish not in POLISH_MODES:
-        raise ValueError(f"polish must be one of {POLISH_MODES}, got {polish!r}")
+    check_polish(polish, nu)
     if intercept not in INTERCEPT_RULES:
         raise ValueError(f"intercept must be one of {INTERCEPT_RULES}, got {intercept!r}")
-    if tree_height < 0:
-        raise ValueError(f"tree_height must be >= 0, got {tree_height!r}")
     if polish_space not in ("full", "sketch"):
         raise ValueError(f"polish_space must be 'full' or 'sketch', got {polish_space!r}")
+    _check_pair(outlier_fraction)
+    for name, value, low in (("tree_height", tree_height, 0), ("level_width", level_width, 1),
+                             ("boosting_rounds", boosting_rounds, 0), ("refit_rounds", refit_rounds, 0),
+                             ("max_iter", max_iter, 1)):  # fmt: skip
+        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low):
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    for name, value in (("n_samples", n_samples), ("tree_rows", tree_rows)):
+        if value is not None and not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1):
+            raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    for name, value in (("delta", delta), ("mu", mu), ("tol", tol)):
+        if not (isinstance(value, numbers.Real) and 0.0 < value < 1.0):
+            raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    X = as_rows(X)
     sign = np.asarray(y, dtype=np.float64)
+    if sign.ndim != 1 or sign.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be 1-d with one label per row of X ({X.shape[0]}), got shape {sign.shape}")
     if not np.all(np.abs(sign) == 1.0):
         raise ValueError("y must contain only -1 and +1")
     pos = sign > 0
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError("both classes need at least one row")
-    X = as_rows(X)
-    if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
+    values = X.data if sp.issparse(X) else X
+    if not np.all(np.isfinite(values)):
         raise ValueError("X contains NaN or infinite values")
+    largest = float(np.max(np.abs(values))) if values.size else 0.0
+    if largest > 0.0 and not VALUE_RANGE[0] <= largest <= VALUE_RANGE[1]:
+        # products of rows (the Gram matrix, w.w) would underflow to 0 or overflow in float64
+        raise ValueError(f"X: the largest absolute value is {largest:.3g}, outside [{VALUE_RANGE[0]:g}, "
+                         f"{VALUE_RANGE[1]:g}]; rescale the features (for example, standardise them)")
     g_pos, g_neg = outlier_fraction
     n_discard = {
         1.0: min(int(math.floor(g_pos * n_pos + 1e-9)), n_pos - 1),
@@ -478,19 +521,31 @@ def solve(
     # 1-2: the tree on the (sketched) rows; without a tree, sparse rows stay sparse
     if sketch is not None:
         Z = sketch.transform(X)
+    elif sp.issparse(X) and tree_height > 0:
+        dense_bytes = 8 * X.shape[0] * X.shape[1]
+        if dense_bytes > DENSE_TREE_BYTES:
+            raise ValueError(
+                f"the RGD-tree works on dense rows: these {X.shape[0]} x {X.shape[1]} sparse rows would take "
+                f"{dense_bytes / 2**30:.1f} GiB; run the tree on a JL sketch (RGDSVC(sketch_dim='auto') or an int), "
+                f"or set tree_height=0"
+            )
+        Z = X.toarray()
     else:
-        Z = X.toarray() if sp.issparse(X) and tree_height > 0 else X
+        Z = X
     ZP, ZQ = Z[pos], Z[~pos]
     root = None
     if warm_start is not None and np.any(warm_start):
         w0 = np.asarray(warm_start, dtype=np.float64)
-        if w0.shape != (X.shape[1],):
-            raise ValueError(f"warm_start must have shape ({X.shape[1]},), got {w0.shape}")
+        if w0.shape != (X.shape[1],) or not np.all(np.isfinite(w0)):
+            raise ValueError(f"warm_start must be {X.shape[1]} finite values, got shape {w0.shape}")
         root = sketch.transform(w0[None, :])[0] if sketch is not None else w0
     if root is None or not np.any(root):
         root = np.asarray(ZP.mean(axis=0) - ZQ.mean(axis=0)).ravel()
-    if not np.any(root):
-        root = _dense_row(ZP[0] - ZQ[0])
+    if not np.any(root):  # equal class means: the positive row farthest from them (a point of the difference)
+        spread = np.asarray(ZP - ZQ.mean(axis=0))
+        root = spread[int(np.argmax(np.einsum("ij,ij->i", spread, spread)))]
+    if not np.any(root):  # every row is the same point: any direction is as good as another
+        root = np.eye(1, Z.shape[1]).ravel()
     if n_samples is None:
         n_samples = samples_per_node(delta, mu, tree_height)
     # The tree ranks directions by trimmed width; a stratified random subset of rows ranks them
@@ -524,9 +579,9 @@ def solve(
     start = None
     if polish_start is not None:
         start = np.asarray(polish_start, dtype=np.float64)
-        if start.shape != sign.shape or not np.all(start >= 0.0):
+        if start.shape != sign.shape or not np.all((start >= 0.0) & np.isfinite(start)):
             raise ValueError(f"polish_start must be {sign.shape[0]} non-negative weights, one per row")
-    scale = _max_row_norm2(X)
+    row_sq = _row_norms2(X)
     state = {"nu": nu, "soft": polish == "soft"}
 
     # one Gram matrix per space, shared by every polish and refit (O(n^2 d) once, not per round)
@@ -566,7 +621,7 @@ def solve(
             coef, it, ok = polish_once(inlier_mask, soft, state["nu"], previous)
             steps += it
             w = _combine(X, sign, coef)
-            if float(w @ w) > 1e-10 * scale:
+            if float(w @ w) > 1e-10 * _support_scale(row_sq, coef):
                 break
             if soft:
                 state["nu"] = 0.5 * (1.0 + state["nu"])
@@ -592,7 +647,8 @@ def solve(
     if polish == "auto":
         coef, inl, steps, ok, rounds = fit_inliers(inlier, soft=False)
         w = _combine(X, sign, coef)
-        if _slab_width(_matvec(X, w), sign, inl, w) > 0.0:
+        # hard if the inliers separate; a hard polish that met intersecting hulls went soft (state)
+        if not state["soft"] and _slab_width(_matvec(X, w), sign, inl, w) > 0.0:
             mode = "hard"
         else:
             mode = "soft"
@@ -643,7 +699,11 @@ def _intercept(proj, sign, coef, inlier=None, rule: str = "bisector") -> float:
     pos_below = np.r_[0, np.cumsum(s_sorted > 0)]
     neg_above = (s_sorted < 0).sum() - np.r_[0, np.cumsum(s_sorted < 0)]
     errors = pos_below + neg_above
-    cuts = np.r_[p_sorted[0] - 1.0, 0.5 * (p_sorted[:-1] + p_sorted[1:]), p_sorted[-1] + 1.0]
+    lo, hi = p_sorted[0], p_sorted[-1]
+    cuts = np.r_[lo - max(1.0, abs(lo)), 0.5 * (p_sorted[:-1] + p_sorted[1:]), hi + max(1.0, abs(hi))]
+    # a cut between two equal projections is no cut: every tied row would sit on it (decision 0)
+    between_distinct = np.r_[True, p_sorted[:-1] < p_sorted[1:], True]
+    errors = np.where(between_distinct, errors, np.iinfo(errors.dtype).max)
     best = np.flatnonzero(errors == errors.min())
     return -float(cuts[best[np.argmin(np.abs(cuts[best] + b))]])
 

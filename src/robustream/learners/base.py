@@ -103,8 +103,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if not (is_integer(self.rebuild_lag) and 0 <= self.rebuild_lag <= self.rebuild_every):
             raise ValueError(f"rebuild_lag must be an integer in [0, rebuild_every], got {self.rebuild_lag!r}")
         seed = getattr(self, "seed", 0)
-        if not is_integer(seed):
-            raise ValueError(f"seed must be an integer, got {seed!r}")
+        if not (is_integer(seed) and 0 <= seed < 2**62):  # rebuild seeds are seed + n_rebuilds_
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if not (is_integer(self.coreset_size) and self.coreset_size >= 0):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
         self.weights: dict[Hashable, float] = {}
