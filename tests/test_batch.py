@@ -10,6 +10,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from robustream import RGDSVC
 from robustream.datasets import make_gaussian_classes, noisy_split
+from robustream.solver import solve
 
 # check_array_api_input is skipped by scikit-learn itself unless SCIPY_ARRAY_API=1 and
 # array-api-compat are installed; RGDSVC converts every input to NumPy float64 anyway.
@@ -86,11 +87,22 @@ def test_auto_outlier_fraction_picks_from_the_grid():
     assert clf.score(s.X_test, s.y_test) > 0.95
 
 
-def test_sketched_fit_on_wide_data():
+def test_sketched_fit_on_wide_data(monkeypatch):
+    import robustream.batch
+
     X, y = make_gaussian_classes((1000, 1000), d=600, seed=4)
     s = noisy_split(X, y, flip=0.15, seed=4)
     full = RGDSVC(random_state=0).fit(s.X_train, s.y_train).score(s.X_test, s.y_test)
+    sketches = []
+
+    def recording_solve(*args, **kwargs):
+        sketches.append(kwargs.get("sketch"))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(robustream.batch, "solve", recording_solve)
     clf = RGDSVC(sketch_dim=64, random_state=0).fit(s.X_train, s.y_train)
+    # the tree ran on a 64-dimensional sketch of the kind asked for; the model is in full dimension
+    assert sketches and all(sk is not None and sk.sketch_dim == 64 and sk.kind == "achlioptas" for sk in sketches)
     assert clf.coef_.shape == (1, 600)
     assert clf.score(s.X_test, s.y_test) > max(0.9, full - 0.02)
 

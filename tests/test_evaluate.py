@@ -23,10 +23,12 @@ def test_flip_rate_seed_and_clean_labels():
 
 
 def test_multiclass_flips_go_to_another_label():
-    rows = [({"a": 1.0}, c) for c in "abc" * 300]
-    for _, y_noisy, y_clean in noisy_stream(rows, flip=0.5, labels="abc", seed=0):
-        assert y_noisy in "abc"
-    assert any(yn != yc for _, yn, yc in noisy_stream(rows, flip=0.5, labels="abc"))
+    rows = [({"a": 1.0}, c) for c in "abc" * 1000]
+    out = list(noisy_stream(rows, flip=0.5, labels="abc", seed=0))
+    assert all(y_noisy in "abc" for _, y_noisy, _ in out)
+    # a flip is drawn for half of the rows, and a flipped label is always another label
+    changed = sum(yn != yc for _, yn, yc in out) / len(out)
+    assert 0.46 < changed < 0.54, changed
     with pytest.raises(ValueError, match="not a bool"):
         list(noisy_stream(rows, flip=0.0))  # checked on every row, not only where a flip is drawn
     numpy_bools = [({"a": 1.0}, np.bool_(i % 2)) for i in range(100)]
@@ -75,3 +77,33 @@ def test_prequential_and_holdout_score_against_clean_labels():
     acc = holdout(RGDSVMClassifier(rebuild_every=200), stream[:1000], [(x, y) for x, _, y in stream[1000:]])
     assert acc.get() > 0.75
     assert prequential(linear_model.LogisticRegression(), stream).get() > 0.7
+
+
+class _Recorder:
+    """Predicts the last label it learned (None before any) and records what it was taught."""
+
+    def __init__(self):
+        self.taught, self.last = [], None
+
+    def predict_one(self, x):
+        return self.last
+
+    def learn_one(self, x, y):
+        self.taught.append(y)
+        self.last = y
+
+
+def test_both_evaluations_teach_the_noisy_labels_and_prequential_predicts_first():
+    rows = [({"a": float(i)}, i % 3 == 0) for i in range(300)]
+    stream = list(noisy_stream(rows, flip=0.3, seed=5))
+    noisy = [y for _, y, _ in stream]
+    assert noisy != [y for _, _, y in stream]
+    model = _Recorder()
+    metric = prequential(model, stream)
+    assert model.taught == noisy
+    # predicting before learning: row i is predicted with row i-1's noisy label, scored on row i's clean one
+    expected = sum(stream[i - 1][1] == stream[i][2] for i in range(1, len(stream))) / len(stream)
+    assert metric.get() == pytest.approx(expected)
+    model = _Recorder()
+    holdout(model, stream[:200], [(x, y) for x, _, y in stream[200:]])
+    assert model.taught == noisy[:200]

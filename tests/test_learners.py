@@ -59,14 +59,21 @@ def test_same_seed_same_stream_gives_bit_identical_model():
 
 
 def test_learns_through_flipped_labels_better_than_passive_aggressive_warm_start():
-    model = RGDSVMClassifier(rebuild_every=250, seed=0)
-    acc = metrics.Accuracy()
     stream = list(_noisy_stream(4000, flip=0.2, seed=1))
-    for x, y, _ in stream[:3000]:
-        model.learn_one(x, y)
-    for x, _, y_clean in stream[3000:]:
-        acc.update(y_clean, model.predict_one(x))
-    assert acc.get() > 0.93, acc
+
+    def clean_accuracy(model):
+        acc = metrics.Accuracy()
+        for x, y, _ in stream[:3000]:
+            model.learn_one(x, y)
+        for x, _, y_clean in stream[3000:]:
+            acc.update(y_clean, model.predict_one(x))
+        return acc.get()
+
+    warm_start_only = clean_accuracy(RGDSVMClassifier(rebuild_every=10_000, seed=0))  # never rebuilds
+    model = RGDSVMClassifier(rebuild_every=250, seed=0)
+    accuracy = clean_accuracy(model)
+    # measured 0.973 against 0.932 for the passive-aggressive warm start alone
+    assert accuracy > 0.95 and accuracy > warm_start_only + 0.02, (accuracy, warm_start_only)
     assert 0.05 < model.outlier_rate_ < 0.5
     # a point with a wrong label scores on the wrong side
     x, y, y_clean = next((s for s in stream[3000:] if s[1] != s[2]))
@@ -78,6 +85,8 @@ def test_memory_is_bounded_by_window_and_coreset():
     for i, (x, y, _) in enumerate(_noisy_stream(3000)):
         model.learn_one(x, y)
         assert len(model._buffer) <= 400
+        # nothing else grows with the stream: the matrix cache and the last solution's support rows
+        assert len(model._buffer._columns) <= 400 and len(model._support) <= 400
 
 
 def test_save_load_round_trip_and_corruption_is_detected(tmp_path):
@@ -131,9 +140,16 @@ def model_first_weight(text):
 def test_predicts_before_the_first_rebuild():
     model = RGDSVMClassifier(rebuild_every=10_000)
     assert model.predict_proba_one({"a": 1.0}) == {False: 0.5, True: 0.5}
-    for x, y, _ in _noisy_stream(300, flip=0.0):
+    stream = list(_noisy_stream(600, flip=0.0))
+    for x, y, _ in stream[:300]:
         model.learn_one(x, y)
     assert model.n_rebuilds_ == 0 and model.weights  # the warm start has learned something
+    acc = metrics.Accuracy()
+    for x, _, y_clean in stream[300:]:
+        acc.update(y_clean, model.predict_one(x))
+    assert acc.get() > 0.85, acc  # ... and predicts sensibly with it
+    p = model.predict_proba_one(stream[300][0])
+    assert p[True] != 0.5 and (p[True] > 0.5) == model.predict_one(stream[300][0])
 
 
 def test_phishing_prequential_accuracy():

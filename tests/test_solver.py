@@ -141,24 +141,29 @@ def _optimal_width(X, y, k_pos, k_neg):
 
 @pytest.mark.slow
 def test_exhaustive_oracle_on_tiny_instances():
-    """n <= 14, d in {2, 3, 5}, 1-3 planted outliers; >= 0.9 of the optimal width on >= 95%."""
+    """n <= 14, d in {2, 3, 5}, 1-3 planted outliers; >= 0.9 of the optimal width on >= 95% (the
+    issue's bar), and what the search adds: these instances are easy enough that trimming along the
+    root alone reaches the bar on 194, so the test also asks for >= 0.99 of the optimum on >= 196
+    (measured 198) and for the tree to widen its root on most instances (measured 186)."""
     rng = np.random.default_rng(2024)
     delta = 0.5
-    successes = 0
+    successes = near_optimal = widened = 0
     for trial in range(200):
         X, y, flipped = _oracle_instance(rng)
         n_pos, n_neg = int((y > 0).sum()), int((y < 0).sum())
         k_pos, k_neg = int((y[flipped] > 0).sum()), int((y[flipped] < 0).sum())
         optimum = _optimal_width(X, y, k_pos, k_neg)
         assert optimum > 0  # discarding the planted rows leaves a separable set
-        sol = solve(
-            X, y, outlier_fraction=(k_pos / n_pos, k_neg / n_neg), polish="hard",
-            delta=delta, tol=1e-6, seed=trial,
-        )  # fmt: skip
+        fit = dict(outlier_fraction=(k_pos / n_pos, k_neg / n_neg), polish="hard", delta=delta, tol=1e-6, seed=trial)
+        sol = solve(X, y, **fit)
+        root = solve(X, y, tree_height=0, **fit)  # no search: trimmed along the root
         allowed = (1 + delta) * (k_pos + k_neg)
         if sol.margin_width >= 0.9 * optimum and sol.outlier_mask.sum() <= allowed:
             successes += 1
+        near_optimal += sol.margin_width >= 0.99 * optimum
+        widened += sol.tree_width > root.tree_width + 1e-12
     assert successes >= 190, f"{successes}/200"
+    assert near_optimal >= 196 and widened >= 150, (near_optimal, widened)
 
 
 def _map_back_case(kind, d=2000, k=128, n=200, seed=0):
