@@ -89,6 +89,11 @@ def rebuild_every(n_train: int) -> int:
 RGDSVC_GRID = [{"outlier_fraction": r} for r in (0.1, 0.2, 0.3)]
 
 
+# data sets that are another one in a different form: counted once in the summaries
+SAME_DATA = {"german.numer_scale": "german.numer rescaled to [-1, 1] (the same data once standardised)",
+             "svmguide1.t": "the test file of svmguide1 (the same problem, other rows)"}  # fmt: skip
+
+
 def profile(quick: bool) -> dict[str, Any]:
     """What a full or quick run covers."""
     if quick:
@@ -261,6 +266,9 @@ def run_cell(job: tuple) -> dict:
     rows = (rows_as_dicts(split.X_train), rows_as_dicts(split.X_val), rows_as_dicts(split.X_test))
     scaled = standardise(split)
     res: dict[str, Any] = {"job": list(job), "n_train": int(split.X_train.shape[0]), "d": int(split.X_train.shape[1])}
+    if noise == "adversarial":  # the share of class +1 (train and validation) whose label was flipped
+        res["flipped_share_of_positive"] = [float(part.mean()) for part in (
+            split.flipped_train[split.y_train_clean > 0], split.flipped_val[split.y_val_clean > 0])]  # fmt: skip
     for m in STREAM_METHODS:
         res[m] = run_stream_method(m, split, seed, binary, rows)
     for m in BATCH_METHODS:
@@ -341,9 +349,11 @@ def run_timing(job: tuple) -> dict:
     from sklearn.svm import LinearSVC
 
     for m, (learner, _) in STREAM_METHODS.items():
+        warm, _ = make_stream_model(learner, chosen.get(m, {}), 0, binary, split.X_train)
+        for x, y in zip(rows[:600], ytr[:600]):  # warm-up: a real pass with rebuilds loads the numba kernels
+            warm.predict_one(x)
+            warm.learn_one(x, y)
         model, _ = make_stream_model(learner, chosen.get(m, {}), 0, binary, split.X_train)
-        for x in rows[:50]:  # warm-up (numba compilation)
-            model.predict_one(x)
         t0 = time.perf_counter()
         for x, y in zip(rows, ytr):
             model.predict_one(x)
@@ -397,10 +407,16 @@ def error_table(cells: dict[str, list[dict]], names: list[str], label: Callable[
     return lines
 
 
+def mean_error(runs: list[dict], method: str) -> float:
+    """Mean test error % over seeds, rounded so that equal error counts compare equal (the means of
+    equal counts can differ in the last bits, which would break ties in the counts and ranks)."""
+    return round(float(np.mean([r[method]["error"] for r in runs])), 9)
+
+
 def avg_rank(cells: dict[str, list[dict]], names: list[str]) -> dict[str, float]:
     ranks = {m: [] for m in METHODS}
     for key in names:
-        means = np.array([np.mean([r[m]["error"] for r in cells[key]]) for m in METHODS])
+        means = np.array([mean_error(cells[key], m) for m in METHODS])
         for m, rk in zip(METHODS, rankdata(means)):  # ties share the average rank
             ranks[m].append(float(rk))
     return {m: float(np.mean(v)) for m, v in ranks.items()}
@@ -511,24 +527,27 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
           + " Multi-class data (mnist) run the binary learners one-vs-rest.", ""]  # fmt: skip
 
     names = list(main)
+    counted = [k for k in names if k not in SAME_DATA]  # each data set once in the summaries
+    same = [f"{k} is {v}" for k, v in SAME_DATA.items() if k in names]
+    once = (f"over {len(counted)} data sets" + (f" ({'; '.join(same)}: counted once)" if same else "")
+            + f", from {prof['seeds']} seed(s) each, so one test error more or less on the small sets can move a count")
     L += ["## 1. Test error at 15% uniform flips (the papers' protocol)", "", stamp,
           f"Seeds: {prof['seeds']}. {('Subsampled: ' + sub + '.') if sub else ''} "
           "`synthetic` = `make_gaussian_classes((1000, 3000), d=100)` (the RGD paper's generator), a new draw "
           "per seed.", ""]  # fmt: skip
     L += error_table(main, names, lambda k: k)
-    ranks = avg_rank(main, names)
-    L += ["", "Average rank over the data sets (1 = best): " + ", ".join(
-        f"{m} {ranks[m]:.1f}" for m in sorted(METHODS, key=ranks.get)) + ".", ""]
+    ranks = avg_rank(main, counted)
+    L += ["", f"Summaries {once}.", "",
+          "Average rank (1 = best; ties share their rank): " + ", ".join(
+              f"{m} {ranks[m]:.2f}" for m in sorted(METHODS, key=ranks.get)) + ".", ""]  # fmt: skip
     river_peers = [m for m in STREAM_METHODS if m.startswith("River")]
     for ours, batch in (("RGD stream", "RGDSVC"), ("RGD stream auto", "RGDSVC auto")):
-        beats = [k for k in names if np.mean([r[ours]["error"] for r in main[k]])
-                 < min(np.mean([r[m]["error"] for r in main[k]]) for m in river_peers)]  # fmt: skip
-        within = [k for k in names if np.mean([r[ours]["error"] for r in main[k]])
-                  <= np.mean([r[batch]["error"] for r in main[k]]) + 1.0]  # fmt: skip
-        L += [f"{ours} below every River learner: {len(beats)}/{len(names)} data sets"
-              f"{' (not on: ' + ', '.join(sorted(set(names) - set(beats))) + ')' if len(beats) < len(names) else ''}. "
-              f"{ours} within 1 point of batch {batch}: {len(within)}/{len(names)}"
-              f"{' (not on: ' + ', '.join(sorted(set(names) - set(within))) + ')' if len(within) < len(names) else ''}.", ""]  # fmt: skip
+        beats = [k for k in counted if mean_error(main[k], ours) < min(mean_error(main[k], m) for m in river_peers)]
+        within = [k for k in counted if mean_error(main[k], ours) <= mean_error(main[k], batch) + 1.0]
+        L += [f"{ours} below every River learner (a tie is not below): {len(beats)}/{len(counted)} data sets"
+              f"{' (not on: ' + ', '.join(sorted(set(counted) - set(beats))) + ')' if len(beats) < len(counted) else ''}. "
+              f"{ours} within 1 point of batch {batch}: {len(within)}/{len(counted)}"
+              f"{' (not on: ' + ', '.join(sorted(set(counted) - set(within))) + ')' if len(within) < len(counted) else ''}.", ""]  # fmt: skip
     L += ["Prequential accuracy against the clean labels during the pass (streaming methods, %, mean over seeds):", ""]
     L += ["| dataset | " + " | ".join(STREAM_METHODS) + " |", "|" + "---|" * (len(STREAM_METHODS) + 1)]
     for k in names:
@@ -542,17 +561,19 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
     for name in sweep:
         L += [f"**{name}**", "", "| flip | " + " | ".join(METHODS) + " |", "|" + "---|" * (len(METHODS) + 1)]
         for f in sorted(sweep[name]):
-            means = {m: np.mean([r[m]["error"] for r in sweep[name][f]]) for m in METHODS}
+            means = {m: mean_error(sweep[name][f], m) for m in METHODS}
             best = min(means.values())
             L.append(f"| {f:.2f} | " + " | ".join(
                 f"**{means[m]:.2f}**" if means[m] <= best + 1e-9 else f"{means[m]:.2f}" for m in METHODS) + " |")
         L += [""]
     L += ["![error against flip rate](results/flip_sweep.png)", ""]
 
+    shares = [q for k in adv for r in adv[k] for q in r.get("flipped_share_of_positive", [])]
+    adv_low, adv_high = (min(shares), max(shares)) if shares else (float("nan"), float("nan"))
     L += ["## 3. Adversarial flips (15%)", "", stamp,
           "`noisy_split(noise='adversarial')`: 15% of the rows of the train and of the validation split are "
           "flipped, all taken from class +1 — its points farthest on the correct side of a clean ridge boundary "
-          "(so 24–39% of that class on these data sets). "
+          f"(so {adv_low:.0%}–{adv_high:.0%} of that class, measured over these data sets' splits). "
           f"{prof['seeds']} seed(s).", ""]  # fmt: skip
     L += error_table(adv, list(adv), lambda k: k)
     L += [""]
@@ -584,14 +605,17 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
     flaggers = [m for m in METHODS if any("outliers" in r[m] for k in names for r in main[k])]
     best_on = Counter()
     for k in names:
-        f1s = {m: np.mean([r[m]["outliers"]["f1"] for r in main[k]]) for m in flaggers if "outliers" in main[k][0][m]}
-        if f1s:
-            best_on[max(f1s, key=f1s.get)] += 1
+        f1s = {m: round(float(np.mean([r[m]["outliers"]["f1"] for r in main[k]])), 9)
+               for m in flaggers if "outliers" in main[k][0][m]}  # fmt: skip
+        if f1s and k in counted:
+            top = [m for m, v in f1s.items() if v == max(f1s.values())]
+            for m in top:  # a tie shares the data set
+                best_on[m] += 1 / len(top)
     for m in flaggers:
         vals = [r[m]["outliers"] for k in names for r in main[k] if "outliers" in r[m]]
         L.append(f"| {m} | " + " | ".join(f"{np.mean([v[q] for v in vals]):.3f}"
                                           for q in ("precision", "recall", "f1", "flagged"))
-                 + f" | {best_on[m]} data sets |")  # fmt: skip
+                 + f" | {best_on[m]:.3g} data sets |")  # fmt: skip
     L += ["", "Per data set (F1):", "", "| dataset | " + " | ".join(flaggers) + " |", "|" + "---|" * (len(flaggers) + 1)]
     for k in names:
         if "outliers" not in main[k][0]["RGDSVC"]:
@@ -604,9 +628,12 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
     L += ["## 6. Fit / learn time and memory", "", stamp,
           f"Top: one process, nothing else in it, on {timing['dataset']} ({timing['n_train']} train rows x "
           f"{timing['d']}, 15% flips, seed 0), each method with its most-picked hyper-parameters from section 1. "
-          "Streaming: predict_one + learn_one over the train split (rebuilds included, after a 50-row "
-          "predict warm-up); batch: one fit. Peak = tracemalloc peak of Python/numpy allocations during a second, "
-          "traced run; size = pickled model.", ""]  # fmt: skip
+          "Streaming: predict_one + learn_one over the train split (rebuilds included, after a 600-row "
+          "predict+learn warm-up on another model); batch: one fit after a 200-row warm-up fit. Each method is "
+          "timed once, one after the other (benchmarks/stream_throughput.py times interleaved rounds). Peak = "
+          "tracemalloc peak of Python/numpy allocations during a second, traced run: it does not see memory "
+          "allocated in C by liblinear (LinearSVC) or inside numba kernels, so compare peaks within a family "
+          "only; size = pickled model.", ""]  # fmt: skip
     L += ["| method | seconds | rows/s | peak MiB | model KiB |", "|---|---|---|---|---|"]
     for m, r in timing["methods"].items():
         L.append(f"| {m} | {r['seconds']:.3f} | {r['rows_per_s']:.0f} | {r['peak_mib']:.2f} | {r['size_kib']:.1f} |")
