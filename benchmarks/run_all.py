@@ -90,8 +90,8 @@ RGDSVC_GRID = [{"outlier_fraction": r} for r in (0.1, 0.2, 0.3)]
 
 
 # data sets that are another one in a different form: counted once in the summaries
-SAME_DATA = {"german.numer_scale": "german.numer rescaled to [-1, 1] (the same data once standardised)",
-             "svmguide1.t": "the test file of svmguide1 (the same problem, other rows)"}  # fmt: skip
+SAME_DATA = {"german.numer_scale": "german.numer rescaled to [-1, 1], the same data once standardised",
+             "svmguide1.t": "the test file of svmguide1, the same problem on other rows"}  # fmt: skip
 
 
 def profile(quick: bool) -> dict[str, Any]:
