@@ -83,7 +83,9 @@ def _check_pair(outlier_fraction) -> None:
         isinstance(g, numbers.Real) and not isinstance(g, bool) and 0.0 <= g < 1.0 for g in outlier_fraction
     )
     if not ok:
-        raise ValueError(f"outlier_fraction must be a pair (positive, negative) of shares in [0, 1), got {outlier_fraction!r}")
+        raise ValueError(
+            f"outlier_fraction must be a pair (positive, negative) of shares in [0, 1), got {outlier_fraction!r}"
+        )
 
 
 def per_class_outlier_fractions(
@@ -319,11 +321,6 @@ def nearest_point(
     return coef, steps, _total_gap(g, sign, coef, cap) <= max(tol * float(w @ w), _gap_floor(row_sq, coef))
 
 
-def _dense_row(row) -> np.ndarray:
-    """A row of a dense array or a CSR matrix as a 1-d array."""
-    return row.toarray().ravel() if sp.issparse(row) else np.asarray(row).ravel()
-
-
 def _row_norms2(X) -> np.ndarray:
     """Squared norm of every row."""
     return np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
@@ -489,7 +486,9 @@ def solve(
         if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     for name, value in (("n_samples", n_samples), ("tree_rows", tree_rows)):
-        if value is not None and not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1):
+        if value is None:
+            continue
+        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
     for name, value in (("delta", delta), ("mu", mu), ("tol", tol)):
         if not (isinstance(value, numbers.Real) and 0.0 < value < 1.0):
