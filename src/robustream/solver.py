@@ -504,9 +504,9 @@ def solve(
     if n_pos == 0 or n_neg == 0:
         raise ValueError("both classes need at least one row")
     values = X.data if sp.issparse(X) else X
-    if not np.all(np.isfinite(values)):
+    largest = float(np.max(np.abs(values))) if values.size else 0.0  # NaN when any value is NaN
+    if not math.isfinite(largest):
         raise ValueError("X contains NaN or infinite values")
-    largest = float(np.max(np.abs(values))) if values.size else 0.0
     if largest > 0.0 and not VALUE_RANGE[0] <= largest <= VALUE_RANGE[1]:
         # products of rows (the Gram matrix, w.w) would underflow to 0 or overflow in float64
         raise ValueError(f"X: the largest absolute value is {largest:.3g}, outside [{VALUE_RANGE[0]:g}, "
