@@ -519,7 +519,7 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
           "C ∈ {1e-4, 1e-3, 1e-2, 0.1, 1}), `ALMAClassifier`, `Perceptron` (defaults otherwise); "
           "**RGDSVC** = batch `RGDSVC` (outlier_fraction ∈ {0.1, 0.2, 0.3}); **RGDSVC auto** = "
           "`RGDSVC(outlier_fraction=\"auto\")` (no validation: an internal holdout of the noisy train labels); **LinearSVC** = scikit-learn "
-          "`LinearSVC(loss='hinge')`, C ∈ {1e-3, 1e-2, 0.1, 1}; "
+          f"`LinearSVC(loss='hinge')`, C ∈ {{{', '.join(f'{c:g}' for c in C_GRID)}}}; "
           + ("**cleanlab+LinearSVC** = `cleanlab.filter.find_label_issues` on 5-fold out-of-sample "
              "probabilities of scikit-learn `LogisticRegression`, flagged rows dropped, then LinearSVC with C "
              "tuned as above." if HAS_CLEANLAB else "cleanlab: not installed in this run, left out "
