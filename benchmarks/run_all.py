@@ -86,6 +86,8 @@ def rebuild_every(n_train: int) -> int:
     """Rebuild period of the windowed learners: the default 250, but at least 5 rebuilds per pass
     (on a 108-row stream the default would never rebuild and only the warm start would be scored)."""
     return max(20, min(250, n_train // 5))
+
+
 RGDSVC_GRID = [{"outlier_fraction": r} for r in (0.1, 0.2, 0.3)]
 
 

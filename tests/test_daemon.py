@@ -421,3 +421,35 @@ def test_rows_of_floats_are_written_as_the_general_walk_writes_them(monkeypatch)
     fast = json.dumps([encode_state(model), encode_state(doc)])
     monkeypatch.setattr(state, "_finite_floats", lambda items: None)  # every number through ref()
     assert fast == json.dumps([encode_state(model), encode_state(doc)])
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_log_format_json_writes_one_object_per_line(fmt, capsys):
+    import logging
+
+    from robustream.daemon.service import configure_logging
+
+    saved = {name: (lg.handlers[:], lg.level, lg.propagate)
+             for name, lg in (("robustream", logging.getLogger("robustream")), ("kafka", logging.getLogger("kafka")))}  # fmt: skip
+    try:
+        configure_logging(fmt, "INFO")
+        log = logging.getLogger("robustream.daemon.service")
+        log.info("assigned %s", ["in/0"], extra={"fields": {"partition": 0}})
+        log.debug("not shown at INFO")
+        try:
+            raise ValueError("bad checkpoint")
+        except ValueError:
+            log.exception("checkpoint failed")
+    finally:
+        for name, (handlers, level, propagate) in saved.items():
+            lg = logging.getLogger(name)
+            lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
+    lines = capsys.readouterr().err.strip().splitlines()
+    if fmt == "text":
+        assert "INFO robustream.daemon.service: assigned ['in/0']" in lines[0]
+        return
+    docs = [json.loads(line) for line in lines]  # every line is one JSON object (the traceback included)
+    assert len(docs) == 2
+    assert docs[0]["level"] == "INFO" and docs[0]["msg"] == "assigned ['in/0']" and docs[0]["partition"] == 0
+    assert docs[0]["logger"] == "robustream.daemon.service" and isinstance(docs[0]["ts"], float)
+    assert docs[1]["level"] == "ERROR" and "ValueError: bad checkpoint" in docs[1]["exc"]

@@ -172,3 +172,16 @@ def test_rgd_tree_matches_reference_tree():
     np.testing.assert_allclose(a[0], b[0], atol=1e-12)
     assert a[1] == pytest.approx(b[1], abs=1e-12) and a[2] == b[2]
     assert a[1] >= T.evaluate_directions(root[None], P, Q, 4, 3)[0][0]  # never worse than the root
+
+
+@pytest.mark.parametrize("scale", [2.0**-66, 2.0**66])  # powers of two scale every float exactly
+def test_rgd_tree_search_does_not_depend_on_the_scale_of_the_rows(scale):
+    rng = np.random.default_rng(7)
+    P, Q = rng.normal(1, 1, (40, 6)), rng.normal(-1, 1, (30, 6))
+    root = P.mean(0) - Q.mean(0)
+    kw = dict(tree_height=3, level_width=4, n_samples=5, boosting_rounds=4, seed=11)
+    a = T.rgd_tree(P, Q, 4, 3, root, **kw)
+    b = T.rgd_tree(P * scale, Q * scale, 4, 3, root * scale, **kw)
+    assert a[3] > 1 and (b[2], b[3]) == (a[2], a[3])  # the same nodes and boosting rounds
+    np.testing.assert_array_equal(b[0] / scale, a[0])
+    assert b[1] / scale == a[1]

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .rows import as_rows
 from .sketch import SKETCH_KINDS, JLSketch, make_sketch
 from .solver import (
+    AUTO_FRACTIONS,
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
@@ -31,7 +32,6 @@ from .solver import (
 
 __all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
 
-AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 
 class RGDSVC(ClassifierMixin, BaseEstimator):
     """Linear SVM with explicit outlier removal: RGD-tree search, convex polish, trim and refit.

@@ -141,6 +141,8 @@ def discards_most_of_a_class(fractions: tuple[float, float], n_pos: int, n_neg: 
 # per_class_outlier_fractions), only the observed negatives (positives flipped to the negative class)
 # or only the observed positives. "both" comes first: it wins every tie.
 AUTO_SIDES = ("both", "negative", "positive")
+# the flip rates outlier_fraction="auto" compares (RGDSVC on a holdout, RGDSVMClassifier on the stream)
+AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 # a one-sided variant replaces the symmetric one only if it leaves clearly fewer misclassified inliers
 AUTO_SIDE_MARGIN = 0.25
 
@@ -324,6 +326,29 @@ def nearest_point(
 def _row_norms2(X) -> np.ndarray:
     """Squared norm of every row."""
     return np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+
+
+def _trimmed_mean(rows, n_discard: int) -> np.ndarray:
+    """Mean of ``rows`` without the ``n_discard`` rows farthest from their plain mean.
+
+    The tree is rooted at the difference of the class means. One mislabelled row far away drags a
+    plain mean so far that the search never leaves the wrong basin (tree width -2.1 instead of
+    0.205, clean accuracy 0.82 instead of 0.995, in ``test_gross_mislabelled_row_does_not_steer_the_root``);
+    it is also the row farthest from the dragged mean, so dropping the class's outlier share of
+    farthest rows removes it. Sparse rows stay sparse.
+
+    >>> import numpy as np
+    >>> _trimmed_mean(np.array([[0.0, 1.0], [0.0, 3.0], [1e6, 0.0]]), 1)
+    array([0., 2.])
+    """
+    mean = np.asarray(rows.mean(axis=0)).ravel()
+    n_keep = rows.shape[0] - n_discard
+    if n_discard <= 0 or n_keep <= 0:
+        return mean
+    distance = _row_norms2(rows) - 2.0 * _matvec(rows, mean)  # squared distance to the mean, less |mean|^2
+    # rows tied with the last one kept are all kept, so the root does not depend on the row order
+    keep = np.flatnonzero(distance <= np.partition(distance, n_keep - 1)[n_keep - 1])
+    return np.asarray(rows[keep].mean(axis=0)).ravel()
 
 
 def _support_scale(row_sq: np.ndarray, coef: np.ndarray) -> float:
@@ -539,7 +564,7 @@ def solve(
             raise ValueError(f"warm_start must be {X.shape[1]} finite values, got shape {w0.shape}")
         root = sketch.transform(w0[None, :])[0] if sketch is not None else w0
     if root is None or not np.any(root):
-        root = np.asarray(ZP.mean(axis=0) - ZQ.mean(axis=0)).ravel()
+        root = _trimmed_mean(ZP, n_discard[1.0]) - _trimmed_mean(ZQ, n_discard[-1.0])
     if not np.any(root):  # equal class means: the positive row farthest from them (a point of the difference)
         spread = np.asarray(ZP - ZQ.mean(axis=0))
         root = spread[int(np.argmax(np.einsum("ij,ij->i", spread, spread)))]

@@ -136,6 +136,9 @@ def rgd_tree(
         # the selection kernels need finite projections; values near 1e155 overflow in the products
         raise ValueError("projections are not finite: the rows hold NaN, infinite or too large values")
     best_width = float(widths[0])
+    # no width is larger than the largest row norm: the stop's floor for rounding scales with it
+    width_floor = 1e-12 * math.sqrt(max(float(np.max(np.einsum("ij,ij->i", P, P))),
+                                        float(np.max(np.einsum("ij,ij->i", Q, Q)))))  # fmt: skip
     n_nodes = 1
     n_rounds = 0
     for _ in range(boosting_rounds):
@@ -165,6 +168,6 @@ def rgd_tree(
                 best_width = float(widths[order[0]])
                 best = children[order[0]].copy()
                 proj_p, proj_q = pp[order[0]][None, :], pq[order[0]][None, :]
-        if best_width - round_start <= tol * abs(round_start) + 1e-12:
+        if best_width - round_start <= tol * abs(round_start) + width_floor:
             break
     return best, best_width, n_nodes, n_rounds

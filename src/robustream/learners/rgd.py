@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from ..batch import AUTO_FRACTIONS
 from ..sketch import SKETCH_KINDS, make_sketch
 from ..solver import (
+    AUTO_FRACTIONS,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
     check_polish,
@@ -70,7 +70,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     ----------
     outlier_fraction
         Assumed share of wrong labels (per-class fractions follow from the observed class priors),
-        or ``"auto"``: every rebuild solves once per fraction of ``robustream.batch.AUTO_FRACTIONS``
+        or ``"auto"``: every rebuild solves once per fraction of ``robustream.solver.AUTO_FRACTIONS``
         (so a rebuild costs that many solves). Each candidate model then predicts every labelled
         row that arrives before the next rebuild, before the row is learned; its error against the
         (noisy) labels is averaged with an exponential forgetting of ``window_size`` rows, so it
