@@ -98,6 +98,23 @@ def test_dead_letter_keeps_the_message_or_its_bytes():
     assert rec["raw_truncated"] is True and len(rec["raw"]) == 65536
 
 
+def test_no_valid_sized_message_makes_an_output_record_near_the_producers_1_mib_limit():
+    # the id is copied into the prediction, a key or a label into a dead letter's reason; escaped
+    # as JSON, non-ASCII text takes 6 bytes a character: 400,000 of them would be 2.4 MB
+    huge = "\u00e9" * 400_000
+    with pytest.raises(InvalidMessage, match="field 'id': 400000 characters, more than 10000"):
+        decode_message(json.dumps({"id": huge, "x": {"a": 1.0}}, ensure_ascii=False).encode(), labels=LABELS)
+    decode_message(json.dumps({"id": "\u00e9" * 10_000, "x": {"a": 1.0}}).encode(), labels=LABELS)  # the limit
+    for doc, field in (({"id": 1, "x": {huge: "s"}}, "field 'x."), ({"id": 1, "x": {"a": 1.0}, "y": huge}, "field 'y'")):
+        raw = json.dumps(doc, ensure_ascii=False).encode()
+        assert len(raw) < 1_000_000  # under the default --max-message-bytes
+        with pytest.raises(InvalidMessage) as err:
+            decode_message(raw, labels=LABELS)
+        record = encode_json(dead_letter(raw, error=str(err.value), topic="in", partition=0, offset=5))
+        assert len(record) < 300_000, len(record)
+        assert json.loads(record)["error"].startswith(field) and "characters)" in json.loads(record)["error"]
+
+
 def _stream(n, seed=0, classes=2):
     rng = np.random.default_rng(seed)
     for _ in range(n):
@@ -193,11 +210,19 @@ def test_checkpoints_keep_the_last_k_and_fall_back_past_a_corrupt_one(tmp_path):
     assert skipped[0][0] == newest and "checksum" in skipped[0][1]
     x = {"f0": 0.3, "f1": -1.0}
     assert ckpt.model.predict_proba_one(x) == models[3].predict_proba_one(x)
+    # the corrupt file is set aside, so the next saves keep the good ones: 3, 4 and the new 5
+    assert not newest.exists() and newest.with_name(newest.name + ".corrupt").exists()
+    store.save(models[4], {("in", 0): 500}, {"n": 5})
+    assert [p.name for p in store.paths()] == [f"checkpoint-{i:012d}.json" for i in (3, 4, 5)]
+    # a temp file left by a write cut short (kill -9) is removed when a store opens the directory
+    (tmp_path / ".checkpoint-000000000006.json.x1y2.tmp").write_bytes(b"{")
+    store = CheckpointStore(tmp_path, keep=3)
+    assert not list(tmp_path.glob("*.tmp")) and len(store.paths()) == 3
     for p in store.paths():
         p.write_bytes(b"\x00garbage")
     assert store.load_latest() is None
     with pytest.raises(persist.CorruptModelError, match="not a robustream-checkpoint file"):
-        persist.load(newest, format_name="robustream-checkpoint")
+        persist.load(newest.with_name(newest.name + ".corrupt"), format_name="robustream-checkpoint")
 
 
 def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
@@ -235,6 +260,15 @@ def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
         (["--labels", "1,1.0"], {}, "--labels: '1' and '1.0' are the same label"),
         (["--labels", "0,false"], {}, "--labels: '0' and 'false' are the same label"),
         (["--labels", "null,1"], {}, "--labels: 'null' cannot be a label"),
+        ([], {"ROBUSTREAM_GROUP_ID": " "}, "--group-id (from environment ROBUSTREAM_GROUP_ID): expected a non-empty"),
+        (["--kafka-option", "linger_ms=abc"], {}, "--kafka-option linger_ms: expected an integer, got 'abc'"),
+        (["--kafka-option", "linger_ms=2.5"], {}, "--kafka-option linger_ms: expected an integer, got '2.5'"),
+        (["--kafka-option", "api_version=two"], {}, "--kafka-option api_version: expected a version such as 2.5"),
+        (["--kafka-option", "retry_backoff_ms=Infinity"], {}, "--kafka-option retry_backoff_ms: 'Infinity' is not"),
+        (["--kafka-option", "no_such_setting=1"], {}, "--kafka-option no_such_setting: not a kafka-python client"),
+        (["--kafka-option", "ssl_context=x"], {}, "--kafka-option ssl_context: takes a Python object"),
+        (["--sasl-plain-username", "u", "--kafka-option", "sasl_plain_username=v"], {},
+         "--kafka-option sasl_plain_username: not settable here (set by --sasl-plain-username)"),
         (["--labels", "NaN,1"], {}, "--labels: 'NaN' is not a finite number"),
         (["--param", "clip_gradient=Infinity"], {}, "--param 'clip_gradient=Infinity': 'Infinity' is not a finite"),
         (["--param", "l2=1e400"], {}, "--param 'l2=1e400': '1e400' is not a finite number"),
@@ -257,6 +291,27 @@ def test_numbers_from_a_toml_file_are_not_truncated_and_choices_are_case_blind(t
     path.write_text("checkpoint-every = 2.0\nsecurity-protocol = 'sasl_ssl'\nlog-level = 'debug'\n")
     cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
     assert (cfg.checkpoint_every, cfg.security_protocol, cfg.log_level) == (2, "SASL_SSL", "DEBUG")
+
+
+def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_their_types(tmp_path):
+    args = build_parser().parse_args(["serve", "--kafka-option", "client_id=123", "--kafka-option", "linger_ms=5",
+                                      "--kafka-option", "api_version=2.5.0", "--kafka-option", "ssl_password=007",
+                                      "--kafka-option", "receive_buffer_bytes=65536"])  # fmt: skip
+    settings = resolve(args, environ={}).kafka_settings()
+    # "123" stays the text it is: as an int, kafka-python crashed building a client-id string
+    assert settings["client_id"] == "123" and settings["ssl_password"] == "007"
+    assert settings["linger_ms"] == 5 and settings["api_version"] == (2, 5, 0)
+    assert settings["receive_buffer_bytes"] == 65536
+    path = tmp_path / "c.toml"
+    path.write_text('bootstrap-servers = ["a:9092", "b:9092"]\nlabels = ["1", "2"]\n')
+    cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    assert cfg.bootstrap_servers == "a:9092,b:9092"  # was "['a:9092', 'b:9092']"
+    assert cfg.label_values == ["1", "2"]  # string labels stay strings; was [1, 2]
+    path.write_text("labels = [0, 1]\n")
+    assert resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={}).label_values == [0, 1]
+    path.write_text('input-topic = ["a", "b"]\n')
+    with pytest.raises(ValueError, match="--input-topic .*expected a non-empty string"):
+        resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
 
 
 def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_start_up(tmp_path):

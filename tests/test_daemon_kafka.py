@@ -3,6 +3,7 @@ loopback port): end to end, dead letters, kill -9, SIGTERM, broker outage and re
 HTTP, two daemons in one group."""
 
 import json
+import shutil
 import signal
 import time
 from collections import Counter
@@ -167,6 +168,27 @@ def test_sigterm_is_graceful_exit_0_with_a_final_checkpoint(broker, tmp_path):
         d.stop()
 
 
+def test_sigterm_while_joining_the_group_still_exits_0_in_bounded_time(broker, tmp_path):
+    # with the consumer's default group settings the first join takes several seconds; closing the
+    # consumer then waited for the LeaveGroup answer without a bound, until the 20 s kill timer (exit 1)
+    produce(broker.bootstrap_servers, IN, labelled_messages(50))
+    metrics_port = free_port()
+    argv = ["serve", "--bootstrap-servers", broker.bootstrap_servers, "--input-topic", IN, "--predictions-topic",
+            PREDS, "--dead-letter-topic", DLQ, "--checkpoint-dir", str(tmp_path / "ckpt"), "--metrics-port",
+            str(metrics_port), "--group-id", "g-join"]  # fmt: skip
+    proc = start_daemon_process(argv, tmp_path / "daemon.log")
+    try:
+        wait_for_metric(metrics_port, "robustream_broker_errors_total", 0)  # up, and joining
+        time.sleep(2)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(30)
+        assert code == 0, (tmp_path / "daemon.log").read_text()[-2000:]
+        assert time.monotonic() - start < 12
+    finally:
+        proc.kill()
+
+
 def test_broker_outage_and_restart_are_survived_without_restarting_the_daemon(broker, tmp_path):
     first = labelled_messages(800)
     produce(broker.bootstrap_servers, IN, first)
@@ -213,6 +235,52 @@ def test_a_group_offset_past_the_end_of_a_recreated_partition_reads_it_from_the_
         assert d.stop() == 0
 
 
+def test_an_output_too_large_for_the_producer_becomes_a_dead_letter_and_the_offsets_move_on(broker, tmp_path):
+    # before: the record was re-sent at every flush, forever, and nothing was checkpointed or committed
+    from kafka import KafkaConsumer, TopicPartition
+
+    broker.create_topics({"in_big": 1})
+    good = labelled_messages(40)
+    long_id = ("long", json.dumps({"id": "L" * 3000, "x": {"f0": 1.0}, "y": 1}).encode())  # a valid message
+    produce(broker.bootstrap_servers, "in_big", good[:20] + [long_id] + good[20:])
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--input-topic", "in_big",
+                      "--kafka-option", "max_request_size=2000")  # its prediction is about 3,100 bytes
+    with DaemonThread(argv) as d:
+        d.wait_processed(41, timeout=30)
+        assert d.stop() == 0
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=40)
+    dlq = read_topic(broker.bootstrap_servers, DLQ, expect=1)
+    assert _ids(preds) == Counter(k for k, _ in good)
+    [letter] = dlq
+    record = json.loads(letter.value)
+    assert letter.key == b"long" and (record["topic"], record["partition"], record["offset"]) == ("in_big", 0, 20)
+    assert record["error"].startswith("output record too large") and record["raw"] is None
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id="g1", enable_auto_commit=False)
+    assert consumer.committed(TopicPartition("in_big", 0)) == 41  # committed past it
+    consumer.close()
+
+
+def test_a_frozen_broker_does_not_make_the_daemon_send_its_outputs_twice(broker, tmp_path):
+    # before: every failed flush sent the records still in flight again (3,700 of 4,000 twice after 25 s)
+    good = labelled_messages(1500)
+    produce(broker.bootstrap_servers, IN, good)
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "300",
+                      "--max-poll-records", "100")  # fmt: skip
+    with DaemonThread(argv) as d:
+        d.wait_processed(200)
+        broker.pause()  # SIGSTOP: connections stay open, nothing is answered
+        try:
+            time.sleep(8)
+        finally:
+            broker.resume()
+        d.wait_processed(len(good))
+        _wait_until(lambda: not d.daemon._pending, "every output acknowledged")
+        assert d.stop() == 0
+        assert d.daemon.metrics.value("robustream_broker_errors_total") >= 1  # the freeze was felt
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(good))
+    assert len(preds) == len(good) and _ids(preds) == Counter(k for k, _ in good)
+
+
 def test_corrupt_newest_checkpoint_starts_from_the_previous_one(broker, tmp_path):
     messages = labelled_messages(1000)
     produce(broker.bootstrap_servers, IN, messages[:600])
@@ -226,11 +294,13 @@ def test_corrupt_newest_checkpoint_starts_from_the_previous_one(broker, tmp_path
     previous = store.load_latest()  # before corrupting: the newest
     raw = paths[-1].read_bytes()
     paths[-1].write_bytes(raw[: len(raw) // 2])  # torn write
-    older = CheckpointStore(tmp_path / "ckpt").load_latest()
-    assert older.path == paths[-2] and older.path != previous.path
+    shutil.copytree(tmp_path / "ckpt", tmp_path / "copy")  # loading sets a corrupt file aside: look at a copy
+    older = CheckpointStore(tmp_path / "copy").load_latest()
+    assert older.path.name == paths[-2].name and older.path.name != previous.path.name
     produce(broker.bootstrap_servers, IN, messages[600:])
     with DaemonThread(argv) as d:
         assert d.daemon.metrics.value("robustream_checkpoint_fallbacks_total") == 1
+        assert (tmp_path / "ckpt" / (paths[-1].name + ".corrupt")).exists()
         assert d.daemon.checkpoint_offsets == older.offsets
         # it goes back to the older checkpoint's offsets: the restored model learns what it missed
         d.wait_processed(1000 - sum(older.offsets.values()))
@@ -394,3 +464,30 @@ def test_three_labels_one_vs_rest_every_id_once_and_metrics_agree(broker, tmp_pa
     assert samples[("robustream_process_duration_seconds_count", ())] + rebuilds == total and rebuilds >= 1
     assert samples[("robustream_model_version", ())] == sum(m.n_rebuilds_ for m in members) > 0
     assert samples[("robustream_outliers_total", ())] == sum(bool(o.get("outlier")) for o in out.values())
+
+
+def test_a_river_learner_model_version_gauge_counts_the_samples_learned(broker, tmp_path):
+    # without rebuilds the version is the number of samples learned; the gauge used to stay at 0
+    good = labelled_messages(60)
+    produce(broker.bootstrap_servers, IN, good)
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--learner", "river:LogisticRegression")
+    for i in reversed([i for i, a in enumerate(argv) if a == "--param"]):  # drop the rgd parameters
+        del argv[i : i + 2]
+    with DaemonThread(argv) as d:
+        d.wait_processed(len(good))
+        text = scrape(d.daemon.metrics_port)
+        assert d.stop() == 0
+    samples = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+    assert samples["robustream_samples_learned_total"] == samples["robustream_model_version"] == len(good)
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(good))
+    assert sorted(json.loads(r.value)["model_version"] for r in preds) == list(range(len(good)))
+
+
+def test_client_settings_kafka_python_refuses_stop_serve_with_exit_2_not_a_retry_loop(broker, tmp_path):
+    import subprocess
+    import sys
+
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--kafka-option", "compression_type=zzz")
+    done = subprocess.run([sys.executable, "-m", "robustream.cli", *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "robustream serve: error: kafka-python refuses the client settings: ValueError: Not supported codec: zzz" in done.stderr

@@ -78,6 +78,18 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _sync_directory(path.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (POSIX); without it a power cut can undo the rename."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:

@@ -3,7 +3,8 @@
 Each checkpoint is one file ``checkpoint-<sequence>.json`` in the robustream file format
 (:mod:`robustream.persist`: versioned, SHA-256 checksummed, atomic temp file + rename; no pickle).
 The last ``keep`` files are kept. :meth:`CheckpointStore.load_latest` walks from the newest to
-the oldest and skips (and reports) any file that fails its checksum or cannot be rebuilt.
+the oldest and skips (and reports) any file that fails its checksum or cannot be rebuilt; it renames
+such a file to ``checkpoint-<sequence>.json.corrupt``, so it no longer counts among the kept ones.
 
 >>> import tempfile
 >>> from river import linear_model
@@ -50,6 +51,9 @@ class CheckpointStore:
         self.directory = Path(directory)
         self.keep = keep
         self.directory.mkdir(parents=True, exist_ok=True)
+        # temp files of writes cut short (kill -9 between the write and the rename): never read, so removed
+        for stale in self.directory.glob(".checkpoint-*.tmp"):
+            stale.unlink(missing_ok=True)
 
     def paths(self) -> list[Path]:
         """Checkpoint files, oldest first."""
@@ -99,7 +103,14 @@ class CheckpointStore:
                 meta = dict(payload.get("meta") or {})
             except (persist.CorruptModelError, StateError, KeyError, TypeError, ValueError, OSError) as exc:
                 reason = str(exc)
-                log.error("skipping checkpoint %s: %s", path, reason)
+                # set aside (kept for inspection, no longer counted among the last `keep`): otherwise
+                # the next saves would delete the good checkpoints older than it first
+                aside = path.with_name(path.name + ".corrupt")
+                try:
+                    path.replace(aside)
+                except OSError:
+                    aside = path
+                log.error("skipping checkpoint %s: %s (kept as %s)", path, reason, aside.name)
                 if on_corrupt is not None:
                     on_corrupt(path, reason)
                 continue

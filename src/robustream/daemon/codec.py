@@ -22,6 +22,8 @@ from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
 DEAD_LETTER_RAW_LIMIT = 65536  # bytes of the original message copied into a dead letter
+DEAD_LETTER_ERROR_LIMIT = 1000  # characters of a dead letter's reason (it may quote a key or a label)
+MAX_ID_CHARS = 10_000  # an id is copied into the output record, which must stay well under 1 MiB escaped
 
 
 class InvalidMessage(ValueError):
@@ -136,6 +138,8 @@ def decode_message(
     msg_id = doc["id"]
     if isinstance(msg_id, bool) or not isinstance(msg_id, (str, int)):
         raise InvalidMessage(f"field 'id': expected a string or an integer, got {_json_type(msg_id)}")
+    if isinstance(msg_id, str) and len(msg_id) > MAX_ID_CHARS:
+        raise InvalidMessage(f"field 'id': {len(msg_id)} characters, more than {MAX_ID_CHARS}")
     if "x" not in doc:
         raise InvalidMessage("field 'x': missing")
     x_doc = doc["x"]
@@ -227,8 +231,11 @@ def dead_letter(raw: bytes | None, *, error: str, topic: str, partition: int, of
 
     ``raw`` is the original text when it is UTF-8, else ``raw_base64``; beyond
     ``DEAD_LETTER_RAW_LIMIT`` bytes it is cut (``raw_truncated``) — the original stays at
-    ``partition``/``offset`` of the input topic.
+    ``partition``/``offset`` of the input topic. A reason beyond ``DEAD_LETTER_ERROR_LIMIT``
+    characters is cut too (it may quote a huge key).
     """
+    if len(error) > DEAD_LETTER_ERROR_LIMIT:
+        error = f"{error[:DEAD_LETTER_ERROR_LIMIT]}... ({len(error)} characters)"
     record: dict[str, Any] = {"error": error, "topic": topic, "partition": partition, "offset": offset}
     data = raw or b""
     truncated = len(data) > DEAD_LETTER_RAW_LIMIT

@@ -10,6 +10,7 @@ environment and a list or a table in the file.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -64,6 +65,9 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("log-level", "str", "INFO", "DEBUG, INFO, WARNING or ERROR"),
 )
 
+# text options that cannot be empty (an empty group id, for one, would commit nothing)
+_NON_EMPTY = frozenset(f"--{flag}" for flag, kind, default, _ in SERVE_OPTIONS if kind == "str" and default is not None)
+
 # options with a fixed set of values (compared in upper case, as kafka-python expects them)
 _CHOICES = {
     "log-level": ("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -83,6 +87,12 @@ DAEMON_OWNED_SETTINGS = {
     "value_deserializer": "the daemon reads the message keys and values as bytes",
     "security_protocol": "set by --security-protocol",
     "sasl_mechanism": "set by --sasl-mechanism",
+    "sasl_plain_username": "set by --sasl-plain-username",
+    "sasl_plain_password": "set by --sasl-plain-password",
+    "ssl_cafile": "set by --ssl-cafile",
+    "ssl_certfile": "set by --ssl-certfile",
+    "ssl_keyfile": "set by --ssl-keyfile",
+    "ssl_check_hostname": "set by --ssl-check-hostname",
 }
 
 
@@ -155,12 +165,65 @@ class ServeConfig:
     def kafka_settings(self) -> dict[str, Any]:
         """Settings passed to both KafkaConsumer and KafkaProducer (security + ``--kafka-option``)."""
         out = {_dest(k): self.values[_dest(k)] for k in _SECURITY_KEYS if self.values[_dest(k)] is not None}
-        options = parse_params(self.values["kafka_option"], option="--kafka-option")
-        for key in options:
+        for item in self.values["kafka_option"]:
+            key, sep, text = item.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                raise ValueError(f"--kafka-option {item!r}: expected key=value")
             if key in DAEMON_OWNED_SETTINGS:
                 raise ValueError(f"--kafka-option {key}: not settable here ({DAEMON_OWNED_SETTINGS[key]})")
-        out.update(options)
+            out[key] = kafka_option_value(key, text)
         return out
+
+
+def kafka_option_value(key: str, text: str) -> Any:
+    """The value of ``--kafka-option key=text``, typed as kafka-python's default for ``key`` is.
+
+    >>> kafka_option_value("client_id", "123"), kafka_option_value("linger_ms", "5"), kafka_option_value("api_version", "2.5")
+    ('123', 5, (2, 5))
+    """
+    from kafka import KafkaConsumer, KafkaProducer
+
+    defaults = {**KafkaProducer.DEFAULT_CONFIG, **KafkaConsumer.DEFAULT_CONFIG}
+    if key not in defaults:
+        raise ValueError(f"--kafka-option {key}: not a kafka-python client setting")
+    default, text = defaults[key], text.strip()
+    problem = None
+    if key == "api_version":
+        try:
+            value = tuple(int(part) for part in text.split("."))
+        except ValueError:
+            value = ()
+        if not 1 <= len(value) <= 3:
+            problem = "expected a version such as 2.5 or 3.7.0"
+    elif key in _INT_SETTINGS or (isinstance(default, (int, float)) and not isinstance(default, bool)):
+        try:
+            value = parse_value(text)
+        except ValueError as exc:
+            raise ValueError(f"--kafka-option {key}: {exc}") from None
+        wanted = float if isinstance(default, float) else int
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (wanted is int and value != int(value)):
+            problem = f"expected {'a number' if wanted is float else 'an integer'}, got {text!r}"
+        else:
+            value = wanted(value)
+    elif isinstance(default, bool):
+        value = parse_value(text)
+        if not isinstance(value, bool):
+            problem = f"expected true or false, got {text!r}"
+    elif key in _OBJECT_SETTINGS:
+        problem = "takes a Python object, not settable from the command line"
+    elif default is None or isinstance(default, str):
+        value = text  # names, paths, passwords: kept as written ("123" stays a string)
+    else:
+        problem = "takes a Python object, not settable from the command line"
+    if problem:
+        raise ValueError(f"--kafka-option {key}: {problem}")
+    return value
+
+
+# settings whose kafka-python default is None but that take integers, or Python objects
+_INT_SETTINGS = frozenset({"receive_buffer_bytes", "send_buffer_bytes"})
+_OBJECT_SETTINGS = frozenset({"ssl_context", "sasl_oauth_token_provider"})
 
 
 def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
@@ -184,8 +247,10 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
         if kind == "bool":
             return raw if isinstance(raw, bool) else _parse_bool(raw)
         if kind == "csv":
-            items = raw if isinstance(raw, list) else str(raw).split(",")
-            items = [str(v).strip().lower() if isinstance(v, bool) else str(v).strip() for v in items]
+            if isinstance(raw, list):  # a TOML array keeps its types: "1" stays a string label, 1 a number
+                items = [json.dumps(v) if isinstance(v, str) and v.strip() else _toml_text(v) for v in raw]
+            else:
+                items = [v.strip() for v in str(raw).split(",")]
             if not items or any(not v for v in items):
                 raise ValueError
             return items
@@ -195,10 +260,16 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
             if isinstance(raw, str):
                 return [v.strip() for v in raw.split(",") if v.strip()]
             return [str(v) for v in raw]
+        if isinstance(raw, list) and flag == "--bootstrap-servers":
+            raw = ",".join(str(v).strip() for v in raw)  # a TOML array of host:port
+        if isinstance(raw, (list, dict)):
+            raise ValueError
+        if not str(raw).strip() and flag in _NON_EMPTY:
+            raise ValueError
         return str(raw)
     except (ValueError, TypeError, argparse.ArgumentTypeError):
         expected = {"int": "a non-negative integer", "float": "a finite non-negative number", "bool": "true or false",
-                    "csv": "comma-separated non-empty values"}.get(kind, "a value")  # fmt: skip
+                    "csv": "comma-separated non-empty values", "str": "a non-empty string"}.get(kind, "a value")  # fmt: skip
         raise ValueError(f"{flag} (from {source}): expected {expected}, got {raw!r}") from None
 
 

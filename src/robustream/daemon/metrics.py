@@ -45,6 +45,7 @@ METRIC_NAMES = (
     "robustream_checkpoint_fallbacks_total",
     "robustream_checkpoint_failures_total",
     "robustream_broker_errors_total",
+    "robustream_outputs_dropped_total",
     "robustream_margin_width",
     "robustream_outlier_rate",
     "robustream_prequential_accuracy",
@@ -155,6 +156,10 @@ class DaemonMetrics:
         self.broker_errors = Counter(
             "robustream_broker_errors", "Broker errors survived by retrying with backoff", registry=r
         )
+        self.outputs_dropped = Counter(
+            "robustream_outputs_dropped", "Outputs no broker accepts even as a minimal dead letter (see the log)",
+            registry=r,
+        )  # fmt: skip
         self.margin_width = Gauge("robustream_margin_width", "Margin width after the last rebuild", registry=r)
         self.outlier_rate = Gauge(
             "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers", registry=r

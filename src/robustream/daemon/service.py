@@ -22,10 +22,10 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError
+from kafka.errors import KafkaConfigurationError, KafkaError, MessageSizeTooLargeError
 from kafka.structs import OffsetAndMetadata
 from prometheus_client import start_http_server
 
@@ -44,6 +44,21 @@ OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelle
 # waits at most linger_ms (every checkpoint flushes). acks is not among them: outputs count as
 # produced (and their inputs may be committed) only once every in-sync replica has them.
 PRODUCER_DEFAULTS = {"linger_ms": 20, "batch_size": 65536}
+
+
+class ClientSettingsError(ValueError):
+    """kafka-python refused the client settings (a bad ``--kafka-option`` combination)."""
+
+
+class _Output(NamedTuple):
+    """One output record queued for the broker, and the input message it answers."""
+
+    future: Any  # the producer's future; None until handed to a producer that accepted it
+    topic: str
+    key: bytes | None
+    value: bytes
+    source: tuple[str, int, int]  # input topic, partition, offset
+    minimal: bool  # a dead letter that replaced an output too large to send
 
 
 class _JsonFormatter(logging.Formatter):
@@ -140,7 +155,7 @@ class Daemon:
         self.metrics_port: int | None = None
         self.model, self.checkpoint_offsets = self._restore()
         self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
-        self._pending: list[tuple[Any, str, bytes | None, bytes]] = []  # sends not yet confirmed
+        self._pending: list[_Output] = []  # sends not yet confirmed
         self._newly_assigned: set[TopicPartition] = set()
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
@@ -254,6 +269,8 @@ class Daemon:
             n += len(records)
         if tally.samples_learned:
             tally.accuracy = self._recent_correct / len(self._recent)
+            if not (_binary_parts(self.model) if self._parts_may_change else self._parts):
+                self.metrics.model_version.set(self.n_learned)  # no rebuilding learner: samples learned
         self._tally = self.metrics.publish(tally)
         self._since_checkpoint += n
         self.n_processed += n
@@ -267,7 +284,7 @@ class Daemon:
             msg = self._decode(raw)
         except InvalidMessage as exc:
             record = dead_letter(raw, error=str(exc), topic=topic, partition=partition, offset=offset)
-            self._send(self.cfg.dead_letter_topic, key, encode_json(record))
+            self._send(self.cfg.dead_letter_topic, key, encode_json(record), (topic, partition, offset))
             tally.outcomes["invalid"] += 1
             return False
         parts = _binary_parts(self.model) if self._parts_may_change else self._parts
@@ -278,10 +295,10 @@ class Daemon:
             log.exception("processing message %s at %s/%d/%d failed", msg.id, topic, partition, offset)
             record = dead_letter(raw, error=f"processing failed: {type(exc).__name__}: {exc}", topic=topic,
                                  partition=partition, offset=offset)  # fmt: skip
-            self._send(self.cfg.dead_letter_topic, key, encode_json(record))
+            self._send(self.cfg.dead_letter_topic, key, encode_json(record), (topic, partition, offset))
             tally.outcomes["dead_letter"] += 1
             return False
-        self._send(self.cfg.predictions_topic, key, out)
+        self._send(self.cfg.predictions_topic, key, out, (topic, partition, offset))
         tally.outcomes[outcome] += 1
         if self._parts_may_change:
             parts = _binary_parts(self.model)  # a one-vs-rest model may have grown a member
@@ -342,20 +359,43 @@ class Daemon:
         return out, "ok"
 
     # -- output and offsets --------------------------------------------------------------------------
-    def _send(self, topic: str, key: bytes | None, value: bytes) -> None:
-        """Queue one output record; it stays in ``_pending`` until the broker acknowledged it."""
+    def _send(self, topic: str, key: bytes | None, value: bytes, source: tuple[str, int, int],
+              minimal: bool = False) -> None:  # fmt: skip
+        """Queue one output record of the input message at ``source`` (topic, partition, offset); it
+        stays in ``_pending`` until the broker acknowledged it."""
         try:
             future = self.producer.send(topic, key=key, value=value)
+        except MessageSizeTooLargeError as exc:  # never sendable as it is
+            self._replace_too_large(_Output(None, topic, key, value, source, minimal), exc)
+            return
         except KafkaError as exc:  # no metadata yet, buffer full, closed producer: the next flush re-sends
             log.debug("send to %s deferred: %s", topic, exc)
             future = None
-        self._pending.append((future, topic, key, value))
+        self._pending.append(_Output(future, topic, key, value, source, minimal))
+
+    def _replace_too_large(self, output: _Output, exc: Exception) -> None:
+        """An output the producer or the broker refuses for its size (a huge key, or a small
+        ``--kafka-option max_request_size``): a minimal dead letter (no copy of the message; its key
+        only up to 1 KiB) stands for its input instead, so that offset is still accounted for."""
+        in_topic, partition, offset = output.source
+        if output.minimal:
+            log.error("output of %s/%d/%d dropped: even a minimal dead letter is too large (%s)",
+                      in_topic, partition, offset, exc)  # fmt: skip
+            self.metrics.outputs_dropped.inc()
+            return
+        log.warning("output of %s/%d/%d to %s too large (%s): dead-lettered instead", in_topic, partition, offset,
+                    output.topic, exc)  # fmt: skip
+        record = dead_letter(None, error=f"output record too large: {exc}", topic=in_topic, partition=partition,
+                             offset=offset)  # fmt: skip
+        key = output.key if output.key is None or len(output.key) <= 1024 else None
+        self._send(self.cfg.dead_letter_topic, key, encode_json(record), output.source, minimal=True)
 
     def _flush_outputs(self, timeout: float, replace_producer: bool = True) -> None:
         """Block until every queued output is acknowledged, re-sending failures; raises KafkaError.
 
         A record leaves ``_pending`` only once acknowledged, so whatever raises here, nothing that was
-        queued can be checkpointed or committed without its output.
+        queued can be checkpointed or committed without its output. A record still in flight keeps
+        its future: sending it again would duplicate it once the broker answers.
         """
         deadline = time.monotonic() + timeout
         while self._pending:
@@ -363,21 +403,34 @@ class Daemon:
                 self.producer.flush(timeout=max(0.1, deadline - time.monotonic()))
             except KafkaError:
                 pass  # the records still unacknowledged are found below
-            unacked = [(f, t, k, v) for f, t, k, v in self._pending if f is None or not f.is_done or f.failed()]
-            errors = {type(f.exception).__name__ for f, *_ in unacked if f is not None and f.is_done}
-            self._pending = [(None, t, k, v) for _, t, k, v in unacked]
-            if not unacked:
+            outputs, self._pending = self._pending, []
+            kept, errors = [], set()
+            for output in outputs:
+                future = output.future
+                if future is not None and not future.is_done:
+                    kept.append(output)  # in flight
+                elif future is None:
+                    kept.append(output)  # never handed to a producer
+                elif future.failed():
+                    if isinstance(future.exception, MessageSizeTooLargeError):
+                        self._replace_too_large(output, future.exception)  # queues its dead letter
+                        continue
+                    errors.add(type(future.exception).__name__)
+                    kept.append(output._replace(future=None))
+            self._pending = kept + self._pending
+            if not self._pending:
                 return
             if errors and replace_producer:
                 # e.g. UnknownProducerIdError after a broker lost its state: this producer will not recover
-                log.warning("%d output records failed (%s): new producer, sending them again", len(unacked),
+                log.warning("%d output records failed (%s): new producer, sending them again", len(errors),
                             ", ".join(sorted(errors)))  # fmt: skip
                 self._new_producer()  # raises KafkaError while the brokers are unreachable; records stay queued
             if time.monotonic() >= deadline:
-                raise KafkaError(f"{len(unacked)} output records not acknowledged within {timeout:.1f} s")
-            retry, self._pending = self._pending, []
-            for _, t, k, v in retry:
-                self._send(t, k, v)
+                raise KafkaError(f"{len(self._pending)} output records not acknowledged within {timeout:.1f} s")
+            retry = [output for output in self._pending if output.future is None]
+            self._pending = [output for output in self._pending if output.future is not None]
+            for output in retry:
+                self._send(output.topic, output.key, output.value, output.source, output.minimal)
 
     def _new_producer(self) -> None:
         """Build a new producer, then swap it in and close the old one (the old one stays if building fails)."""
@@ -603,6 +656,11 @@ class Daemon:
                 log.info("connected to %s, group %s, topic %s", self.cfg.bootstrap_servers, self.cfg.group_id,
                          self.cfg.input_topic)  # fmt: skip
                 return True
+            except (KafkaConfigurationError, AssertionError, TypeError, ValueError) as exc:
+                # the clients check their settings when built (AssertionError, ValueError for an unknown
+                # codec, ...): a bad setting, which retrying cannot mend
+                self.close()
+                raise ClientSettingsError(f"kafka-python refuses the client settings: {type(exc).__name__}: {exc}") from None
             except KafkaError as exc:
                 self.metrics.broker_errors.inc()
                 log.warning("cannot reach the brokers (%s: %s); retrying in %.1f s", type(exc).__name__, exc, backoff)
@@ -656,7 +714,7 @@ class Daemon:
             client = getattr(self, name)
             if client is not None:
                 try:
-                    client.close(timeout=5) if name == "producer" else client.close(autocommit=False)
+                    client.close(timeout=5) if name == "producer" else client.close(autocommit=False, timeout_ms=5000)
                 except Exception:  # noqa: BLE001 - closing is best effort
                     pass
                 setattr(self, name, None)
@@ -698,4 +756,8 @@ def run_serve(args, parser=None) -> int:
         print(f"robustream serve: error: --metrics-port {cfg.metrics_port}: cannot listen ({exc.strerror})",
               file=sys.stderr)  # fmt: skip
         return 2
-    return daemon.run()
+    try:
+        return daemon.run()
+    except ClientSettingsError as exc:  # settings only the clients could check
+        print(f"robustream serve: error: {exc}", file=sys.stderr)
+        return 2
