@@ -42,6 +42,7 @@ INTERCEPT_RULES = ("bisector", "min_error")
 VALUE_RANGE = (1e-140, 1e140)  # largest |x| a solve accepts: squares and sums of squares stay normal floats
 FULL_GRAM_ROWS = 4000  # up to this many rows a Gram matrix (<= 128 MB) beats working sets
 DENSE_TREE_BYTES = 2 << 30  # largest dense copy of sparse rows the tree makes without a sketch
+GROSS_ROW_DISTANCE = 10.0  # a row this many median distances from its class mean is left out of the tree's root
 
 
 @dataclass
@@ -329,26 +330,38 @@ def _row_norms2(X) -> np.ndarray:
 
 
 def _trimmed_mean(rows, n_discard: int) -> np.ndarray:
-    """Mean of ``rows`` without the ``n_discard`` rows farthest from their plain mean.
+    """Mean of ``rows`` without its gross outliers: among the ``n_discard`` rows farthest from the
+    plain mean, those more than ``GROSS_ROW_DISTANCE`` times the median distance from it.
 
     The tree is rooted at the difference of the class means. One mislabelled row far away drags a
     plain mean so far that the search never leaves the wrong basin (tree width -2.1 instead of
     0.205, clean accuracy 0.82 instead of 0.995, in ``test_gross_mislabelled_row_does_not_steer_the_root``);
-    it is also the row farthest from the dragged mean, so dropping the class's outlier share of
-    farthest rows removes it. Sparse rows stay sparse.
+    it is also the row farthest from the dragged mean. Rows merely in the tail stay: trimming every
+    class's outlier share changed the trees on data with no gross row, for the worse as often as for
+    the better (batch_noise: within 0.3 of the best peer on 11/16 data sets instead of 13/16).
+    Sparse rows stay sparse.
+
+    A gross row drags the mean towards it, so it stands out only while it is a small share of its
+    class (about 1 in 10 or fewer for a 10x distance).
 
     >>> import numpy as np
-    >>> _trimmed_mean(np.array([[0.0, 1.0], [0.0, 3.0], [1e6, 0.0]]), 1)
-    array([0., 2.])
+    >>> rows = np.c_[np.zeros(20), np.arange(20.0)]  # mean (0, 9.5)
+    >>> _trimmed_mean(np.r_[rows, [[1e6, 0.0]]], 2)
+    array([0. , 9.5])
+    >>> _trimmed_mean(np.r_[rows, [[50.0, 0.0]]], 2)  # in the tail, not gross: kept
+    array([2.38095238, 9.04761905])
     """
     mean = np.asarray(rows.mean(axis=0)).ravel()
     n_keep = rows.shape[0] - n_discard
     if n_discard <= 0 or n_keep <= 0:
         return mean
-    distance = _row_norms2(rows) - 2.0 * _matvec(rows, mean)  # squared distance to the mean, less |mean|^2
+    distance = np.sqrt(np.maximum(_row_norms2(rows) - 2.0 * _matvec(rows, mean) + float(mean @ mean), 0.0))
     # rows tied with the last one kept are all kept, so the root does not depend on the row order
-    keep = np.flatnonzero(distance <= np.partition(distance, n_keep - 1)[n_keep - 1])
-    return np.asarray(rows[keep].mean(axis=0)).ravel()
+    farthest = distance > np.partition(distance, n_keep - 1)[n_keep - 1]
+    gross = farthest & (distance > GROSS_ROW_DISTANCE * float(np.median(distance)))
+    if not gross.any():
+        return mean
+    return np.asarray(rows[np.flatnonzero(~gross)].mean(axis=0)).ravel()
 
 
 def _support_scale(row_sq: np.ndarray, coef: np.ndarray) -> float:
