@@ -550,7 +550,11 @@ def test_a_dot_product_beyond_floats_does_not_depend_on_the_feature_order():
     weights = {"a": 1.0, "b": 1.0, "c": 1.0}
     assert sparse_dot(weights, {"a": 1e308, "b": 1e308, "c": -1e308}) == sparse_dot(
         weights, {"a": 1e308, "c": -1e308, "b": 1e308}
-    )
+    ) == 1e308  # exact, although a partial sum is beyond floats
+    # products beyond floats on both sides (inf - inf raised ValueError in math.fsum): still exact
+    assert sparse_dot({"a": 100.0, "b": -100.0}, {"a": 1e308, "b": 1e308}) == 0.0
+    assert sparse_dot({"a": 100.0, "b": -99.0}, {"a": 1e308, "b": 1e308}) == pytest.approx(1e308)
+    assert sparse_dot({"a": 100.0, "b": 100.0}, {"a": 1e308, "b": 1e308}) == float("inf")  # truly beyond
 
 
 def test_a_feature_value_that_is_not_a_number_is_named_when_learning_and_predicting():
@@ -561,6 +565,12 @@ def test_a_feature_value_that_is_not_a_number_is_named_when_learning_and_predict
             call({"a": 1.0, "city": "Paris"})
         with pytest.raises(ValueError, match="feature 'v' is not a finite number: nan"):
             call({"a": 1.0, "v": float("nan")})  # predicted False / {nan, nan} before
+        # float() takes these, but w.x does not: learning took them, then predicting refused them
+        for text in ("1.5", b"2", __import__("decimal").Decimal("1.5")):
+            with pytest.raises(ValueError, match=f"feature 'v': {text!r} is not a number".replace("(", r"\(").replace(")", r"\)")):
+                call({"a": 1.0, "v": text})
+        with pytest.raises(ValueError, match="feature 'v' is not a finite number"):
+            call({"a": 1.0, "v": 10**400})  # a bare OverflowError before
 
 
 def test_a_failed_rebuild_warns_with_its_reason_and_huge_values_do_not_crash():
@@ -735,3 +745,23 @@ def test_auto_never_puts_the_wrong_labels_in_a_class_too_small_to_hold_them():
     model = RGDSVMClassifier(outlier_fraction="auto", seed=0)
     context = model._fit_context(n_pos=2, n_neg=208)
     assert [side for side, _ in context["other_sides"]] == ["negative"]
+
+
+@pytest.mark.parametrize("make", [RGDSVMClassifier, CoresetSVMClassifier])
+def test_margin_units_and_probabilities_do_not_depend_on_the_scale_of_the_features(make):
+    # the margin unit (0.5 |w|^2) shrinks with the square of the features; an absolute floor of
+    # 1e-12 on it made scores and probabilities of data scaled by 1e-7 differ from the same data at 1
+    scale = 2.0**-24  # a power of two: the scaled rows are exactly the rows times it
+    stream = list(_noisy_stream(600, d=4, seed=5))
+    models = {}
+    for s in (1.0, scale):
+        model = make(rebuild_every=200, window_size=400, coreset_size=100)
+        for x, y, _ in stream:
+            model.learn_one({k: v * s for k, v in x.items()}, y)
+        assert model.n_rebuilds_ == 3
+        models[s] = model
+    for x, y, _ in stream[:50]:
+        small = {k: v * scale for k, v in x.items()}
+        assert models[scale].outlier_score_one(small, y) == pytest.approx(models[1.0].outlier_score_one(x, y), rel=1e-6)
+        assert models[scale].predict_proba_one(small)[True] == pytest.approx(models[1.0].predict_proba_one(x)[True],
+                                                                             rel=1e-6)  # fmt: skip

@@ -24,6 +24,7 @@ from .rebuild_worker import WorkerUnavailable, solve_worker
 
 
 DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a dense matrix
+_DOWN = 2.0**-512  # sparse_dot's scale for products beyond floats
 
 
 def sparse_dot(weights: dict, x: dict) -> float:
@@ -31,7 +32,12 @@ def sparse_dot(weights: dict, x: dict) -> float:
     result does not depend on the order of the features; +-inf when it is beyond floats."""
     try:
         return math.fsum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values()))
-    except OverflowError:  # fsum raises where a plain sum would reach +-inf; sorted: order-free
+    except (OverflowError, ValueError):  # a product or the sum beyond floats (ValueError: inf - inf)
+        pass
+    try:  # exact again on the values scaled by a power of two: +-inf only when the result is beyond floats
+        down = math.fsum(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), (v * _DOWN for v in x.values())))
+        return down / _DOWN
+    except (OverflowError, ValueError):  # weights as huge as the values: sorted, so order-free
         return sum(sorted(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values())))
 
 
@@ -55,20 +61,32 @@ def label_sign(y: Any, learner: str) -> float:
 
 def non_number_message(x: dict) -> str:
     """The message for a row with a feature value that is not a number (naming the first one)."""
+    return _first_non_number(x) or "a feature value is not a number"
+
+
+def _first_non_number(x: dict) -> str | None:
     for k, v in x.items():
         if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number)):
             return f"feature {k!r}: {v!r} is not a number"
-    return "a feature value is not a number"
+    return None
+
+
+_PLAIN_NUMBERS = frozenset([float, int, bool])
 
 
 def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> dict[Hashable, float]:
     """``{k: float(x[k])}`` for the ``keys`` (those whose value is non-zero with ``drop_zeros``);
     ValueError naming the first feature that is not a finite number (one NaN or inf would poison
     every later solve or score)."""
+    if not _PLAIN_NUMBERS.issuperset(map(type, x.values())) and (problem := _first_non_number(x)):
+        raise ValueError(problem)  # float() would take "1.5", b"2" or Decimal, which w.x then refuses
     try:
         row = {k: float(x[k]) for k in keys if x[k] or not drop_zeros}
     except (TypeError, ValueError):
         raise ValueError(non_number_message(x)) from None
+    except OverflowError:  # an int beyond floats
+        k = next(k for k in keys if isinstance(x[k], int) and abs(x[k]) > 2**1023)
+        raise ValueError(f"feature {k!r} is not a finite number: an integer of {len(str(abs(x[k])))} digits") from None
     if not all(map(math.isfinite, row.values())):
         k = next(k for k, v in row.items() if not math.isfinite(v))
         raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
@@ -142,7 +160,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         """``w . x + b`` in O(non-zero features); ValueError naming a feature that is not a finite number."""
         try:
             z = sparse_dot(self.weights, x) + self.intercept_
-        except TypeError:
+        except (TypeError, OverflowError):  # a value that is not a number, or an int beyond floats
+            numeric_row(x, x)  # raises, naming the feature
             raise ValueError(non_number_message(x)) from None
         if z != z:  # NaN: a NaN (or an infinite) feature value; learning rejects those rows too
             numeric_row(x, x)  # raises, naming the feature
@@ -321,7 +340,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self.intercept_ = float(intercept)
         self.margin_width_ = float(width)
         self.outlier_rate_ = float(outlier_mask.mean())
-        self._margin_unit = max(float(unit), 1e-12)
+        # the margin unit scales with the square of the features: no absolute floor (w = 0 has no unit)
+        self._margin_unit = float(unit) if unit > 0.0 and math.isfinite(unit) else 1.0
         # the margins choose the next coreset: one BLAS thread, as in the solve, so the model does not
         # depend on the thread count
         with np.errstate(**_FP_POLICY), single_threaded_blas():

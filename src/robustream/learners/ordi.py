@@ -177,9 +177,12 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         """Minus the ORDI score the labelled sample would get now (higher = more likely mislabelled).
 
         Pure: the statistics are updated on a copy. ``learn_one(x, y)`` right after scores the
-        sample with exactly this value (negated, see ``last_score_``).
+        sample with exactly this value (negated, see ``last_score_``). A sample that cannot be
+        scored (its class has no other sample yet) gets ``-inf``: like ``learn_one``, which never
+        skips it, it counts as the least likely mislabelled.
         """
-        return -self._ordi(*self._with_sample(x, y, commit=False), y)
+        score = self._ordi(*self._with_sample(x, y, commit=False), y)
+        return -math.inf if score == -math.inf else -score
 
     # -- learning -------------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any, **kwargs) -> None:
