@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+import zlib
 from typing import Any, NamedTuple
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
@@ -44,6 +45,11 @@ OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelle
 # waits at most linger_ms (every checkpoint flushes). acks is not among them: outputs count as
 # produced (and their inputs may be committed) only once every in-sync replica has them.
 PRODUCER_DEFAULTS = {"linger_ms": 20, "batch_size": 65536}
+
+
+def _mark(record) -> list[int]:
+    """What tells a record from another at the same offset of a re-created partition."""
+    return [int(record.timestamp), zlib.crc32(record.value or b"")]
 
 
 class ClientSettingsError(ValueError):
@@ -153,6 +159,11 @@ class Daemon:
         self.producer: KafkaProducer | None = None
         self.metrics_server = None
         self.metrics_port: int | None = None
+        # which record sits just before each checkpointed offset: [timestamp, crc32 of the value]; a
+        # partition whose record there differs was re-created (see _seek_to_checkpoint)
+        self.checkpoint_marks: dict[tuple[str, int], list[int]] = {}
+        self._last_marks: dict[tuple[str, int], list[int]] = {}  # of the last record processed per partition
+        self._verifying: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (checkpoint offset, group's)
         self.model, self.checkpoint_offsets = self._restore()
         self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
         self._pending: list[_Output] = []  # sends not yet confirmed
@@ -201,6 +212,8 @@ class Daemon:
         self._restored_learned = int(ckpt.meta.get("samples_learned", 0))
         if self._fell_back:
             self._rewind = set(ckpt.offsets)
+        self.checkpoint_marks = {(str(t), int(p)): [int(ts), int(crc)]
+                                 for t, p, ts, crc in ckpt.meta.get("last_records", [])}  # fmt: skip
         return ckpt.model, dict(ckpt.offsets)
 
     def _checked_new_model(self) -> Any:
@@ -265,7 +278,9 @@ class Daemon:
                 end = clock()
                 (rebuild_durations if rebuilt else durations).append(end - start)
                 start = end
-            self.next_offsets[(topic, partition)] = records[-1].offset + 1
+            last = records[-1]
+            self.next_offsets[(topic, partition)] = last.offset + 1
+            self._last_marks[(topic, partition)] = _mark(last)
             n += len(records)
         if tally.samples_learned:
             tally.accuracy = self._recent_correct / len(self._recent)
@@ -457,11 +472,14 @@ class Daemon:
             self._broker_trouble("flushing outputs", exc)
             return None
         if self.next_offsets or self._since_checkpoint:
-            previous_offsets = dict(self.checkpoint_offsets)
+            previous_offsets, previous_marks = dict(self.checkpoint_offsets), dict(self.checkpoint_marks)
             self.checkpoint_offsets.update(self.next_offsets)
+            self.checkpoint_marks.update({key: self._last_marks[key] for key in self.next_offsets})
             start = time.perf_counter()
+            marks = sorted([t, p, *mark] for (t, p), mark in self.checkpoint_marks.items()
+                           if (t, p) in self.checkpoint_offsets)  # fmt: skip
             meta = {**self._learner_meta(), "saved_at": time.time(), "model_version": self._model_version(),
-                    "samples_learned": self.n_learned}  # fmt: skip
+                    "samples_learned": self.n_learned, "last_records": marks}  # fmt: skip
             try:
                 self.store.save(self.model, self.checkpoint_offsets, meta)
             except (OSError, ValueError) as exc:  # ValueError: StateError, or a value JSON cannot hold
@@ -469,7 +487,7 @@ class Daemon:
                 log.error("cannot write a checkpoint to %s: %s", self.cfg.checkpoint_dir, exc)
                 self._failed_step = "writing the checkpoint"
                 self.metrics.checkpoint_failures.inc()
-                self.checkpoint_offsets = previous_offsets
+                self.checkpoint_offsets, self.checkpoint_marks = previous_offsets, previous_marks
                 return None
             self.metrics.checkpoint_duration.observe(time.perf_counter() - start)
         self._since_checkpoint = 0
@@ -512,6 +530,7 @@ class Daemon:
                 self._record_commits(to_commit)  # if this commit is lost, the group's offset is not ours
                 self.next_offsets.clear()
         for tp in revoked:
+            self._verifying.pop(tp, None)
             try:
                 self.metrics.consumer_lag.remove(str(tp.partition))
             except KeyError:
@@ -525,7 +544,9 @@ class Daemon:
 
         Decided on the first records fetched from the partition, whose high watermark tells whether the
         checkpoint's offset exists at all: a partition shorter than the checkpoint was re-created or
-        truncated, and is then read from the group's offset instead.
+        truncated, and is then read from the group's offset instead. So is one whose record just before
+        the checkpoint's offset is not the one processed there (its timestamp and value checksum are in
+        the checkpoint): a partition re-created and refilled past that offset.
         """
         for tp in list(self._newly_assigned):
             records = batch.get(tp)
@@ -547,13 +568,52 @@ class Daemon:
             if high is not None and target > high:
                 log.warning("%s/%d: checkpoint offset %d is past the end of the partition (%d): re-created or "
                             "truncated? reading from offset %d", tp.topic, tp.partition, target, high, position)  # fmt: skip
-                self.checkpoint_offsets.pop((tp.topic, tp.partition), None)
+                self._forget_checkpoint(key)
                 continue
+            mark = self.checkpoint_marks.get(key)
+            before = next((r for r in records if r.offset == target - 1), None)
+            if mark is not None and before is None and target >= 1:
+                # is the record before the checkpoint's offset the one processed? Fetch it first.
+                self.consumer.seek(tp, target - 1)
+                batch.pop(tp, None)
+                self._verifying[tp] = (target, position)
+                continue
+            if mark is not None and before is not None and _mark(before) != mark:
+                self._recreated(tp, target, position)
+                continue  # the records fetched from the group's offset are processed
             self.consumer.seek(tp, target)
             batch.pop(tp, None)
             log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition, target,
                      position)  # fmt: skip
+        for tp in list(self._verifying):
+            records = batch.get(tp)
+            if not records:
+                continue
+            target, position = self._verifying.pop(tp)
+            mark = self.checkpoint_marks.get((tp.topic, tp.partition))
+            if records[0].offset == target - 1 and mark is not None and _mark(records[0]) != mark:
+                self._recreated(tp, target, position)
+                self.consumer.seek(tp, position)  # back to the group's offset
+                batch.pop(tp)
+                continue
+            # the record checkpointed (or, in a compacted partition, none to compare): resume after it
+            kept = [r for r in records if r.offset >= target]
+            if kept:
+                batch[tp] = kept
+            else:
+                batch.pop(tp)
+            log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition, target,
+                     position)  # fmt: skip
         return batch
+
+    def _recreated(self, tp: TopicPartition, target: int, position: int) -> None:
+        log.warning("%s/%d: the record before checkpoint offset %d is not the one processed: the partition was "
+                    "re-created; reading from offset %d", tp.topic, tp.partition, target, position)  # fmt: skip
+        self._forget_checkpoint((tp.topic, tp.partition))
+
+    def _forget_checkpoint(self, key: tuple[str, int]) -> None:
+        self.checkpoint_offsets.pop(key, None)
+        self.checkpoint_marks.pop(key, None)
 
     def _record_commits(self, committed: dict) -> None:
         self._own_commits.update({(tp.topic, tp.partition): om.offset for tp, om in committed.items()})
@@ -596,7 +656,7 @@ class Daemon:
                     "it from the beginning", tp.topic, tp.partition, position, high)  # fmt: skip
         key = (tp.topic, tp.partition)
         self.next_offsets.pop(key, None)
-        self.checkpoint_offsets.pop(key, None)
+        self._forget_checkpoint(key)
         self.consumer.seek_to_beginning(tp)
 
     # -- group membership --------------------------------------------------------------------------------
@@ -618,6 +678,7 @@ class Daemon:
                 # another member owns them now: what was processed here after the last checkpoint is redone there
                 for tp in lost:
                     daemon.next_offsets.pop((tp.topic, tp.partition), None)
+                    daemon._verifying.pop(tp, None)
                     try:
                         daemon.metrics.consumer_lag.remove(str(tp.partition))
                     except KeyError:
