@@ -140,6 +140,15 @@ def test_kill_9_and_restart_loses_nothing_and_duplicates_at_most_one_checkpoint_
     assert duplicates <= 2 * every, duplicates
 
 
+def _sigterm_exits_0(proc, log_path) -> float:
+    """SIGTERM the daemon process; asserts exit code 0 and returns the seconds it took."""
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(30)
+    assert code == 0, log_path.read_text()[-2000:]
+    return time.monotonic() - start
+
+
 def test_sigterm_is_graceful_exit_0_with_a_final_checkpoint(broker, tmp_path):
     messages = labelled_messages(700)
     produce(broker.bootstrap_servers, IN, messages)
@@ -149,11 +158,7 @@ def test_sigterm_is_graceful_exit_0_with_a_final_checkpoint(broker, tmp_path):
     proc = start_daemon_process(argv, tmp_path / "daemon.log")
     try:
         wait_for_metric(metrics_port, "robustream_messages_total", len(messages))
-        start = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(30)
-        assert code == 0, (tmp_path / "daemon.log").read_text()[-2000:]
-        assert time.monotonic() - start < 20
+        assert _sigterm_exits_0(proc, tmp_path / "daemon.log") < 20
     finally:
         proc.kill()
     ckpt = CheckpointStore(tmp_path / "ckpt").load_latest()
@@ -180,11 +185,7 @@ def test_sigterm_while_joining_the_group_still_exits_0_in_bounded_time(broker, t
     try:
         wait_for_metric(metrics_port, "robustream_broker_errors_total", 0)  # up, and joining
         time.sleep(2)
-        start = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(30)
-        assert code == 0, (tmp_path / "daemon.log").read_text()[-2000:]
-        assert time.monotonic() - start < 12
+        assert _sigterm_exits_0(proc, tmp_path / "daemon.log") < 12
     finally:
         proc.kill()
 
