@@ -221,8 +221,10 @@ def test_checkpoints_keep_the_last_k_and_fall_back_past_a_corrupt_one(tmp_path):
     for p in store.paths():
         p.write_bytes(b"\x00garbage")
     assert store.load_latest() is None
+    # sequence 5 was used again: the second corrupt file is set aside under its own name
+    assert newest.with_name(newest.name + ".corrupt").exists()
     with pytest.raises(persist.CorruptModelError, match="not a robustream-checkpoint file"):
-        persist.load(newest.with_name(newest.name + ".corrupt"), format_name="robustream-checkpoint")
+        persist.load(newest.with_name(newest.name + ".corrupt2"), format_name="robustream-checkpoint")
 
 
 def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
@@ -303,12 +305,15 @@ def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_th
     assert settings["linger_ms"] == 5 and settings["api_version"] == (2, 5, 0)
     assert settings["receive_buffer_bytes"] == 65536
     path = tmp_path / "c.toml"
-    path.write_text('bootstrap-servers = ["a:9092", "b:9092"]\nlabels = ["1", "2"]\n')
+    path.write_text('bootstrap-servers = ["a:9092", "b:9092"]\nlabels = ["0", "1"]\n')
     cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
     assert cfg.bootstrap_servers == "a:9092,b:9092"  # was "['a:9092', 'b:9092']"
-    assert cfg.label_values == ["1", "2"]  # string labels stay strings; was [1, 2]
-    path.write_text("labels = [0, 1]\n")
-    assert resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={}).label_values == [0, 1]
+    assert cfg.label_values == [0, 1]  # read as on the command line (deploy/robustream.toml)
+    path.write_text("labels = ['\"1\"', '\"2\"', \"spam\"]\n")  # text of digits: JSON-quoted, as with --labels
+    assert resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={}).label_values == ["1", "2", "spam"]
+    args = build_parser().parse_args(["serve", "--kafka-option", "acks=all", "--metrics-host", ""])
+    cfg = resolve(args, environ={})
+    assert cfg.kafka_settings()["acks"] == "all" and cfg.metrics_host == ""  # "": every interface
     path.write_text('input-topic = ["a", "b"]\n')
     with pytest.raises(ValueError, match="--input-topic .*expected a non-empty string"):
         resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})

@@ -765,3 +765,18 @@ def test_margin_units_and_probabilities_do_not_depend_on_the_scale_of_the_featur
         assert models[scale].outlier_score_one(small, y) == pytest.approx(models[1.0].outlier_score_one(x, y), rel=1e-6)
         assert models[scale].predict_proba_one(small)[True] == pytest.approx(models[1.0].predict_proba_one(x)[True],
                                                                              rel=1e-6)  # fmt: skip
+
+
+def test_numbers_of_other_types_are_learned_and_predicted_alike():
+    from fractions import Fraction
+
+    model = RGDSVMClassifier(rebuild_every=20, window_size=40, coreset_size=10, seed=0)
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        v = rng.normal(size=2)
+        row = {"a": np.float32(v[0]), "b": Fraction(v[1]).limit_denominator(1000), "c": np.bool_(i % 2)}
+        model.learn_one(row, bool(v[0] > 0))  # np.bool_ and Fraction were refused when learning only
+        assert model.predict_one(row) in (False, True)
+    assert model.n_rebuilds_ == 2
+    with pytest.raises(ValueError, match="feature 'b' is not a finite number"):
+        model.learn_one({"a": 2**1023 + 1, "b": 10**400}, True)  # the one beyond floats is named

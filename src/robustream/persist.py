@@ -85,9 +85,14 @@ def _sync_directory(directory: Path) -> None:
     """Make a rename in ``directory`` durable (POSIX); without it a power cut can undo the rename."""
     if os.name != "posix":
         return
-    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
     try:
         os.fsync(fd)
+    except OSError:  # EINVAL on some FUSE, network and bind mounts: the rename stands, only less durable
+        pass
     finally:
         os.close(fd)
 

@@ -52,8 +52,9 @@ class CheckpointStore:
         self.keep = keep
         self.directory.mkdir(parents=True, exist_ok=True)
         # temp files of writes cut short (kill -9 between the write and the rename): never read, so removed
-        for stale in self.directory.glob(".checkpoint-*.tmp"):
-            stale.unlink(missing_ok=True)
+        for pattern in (".checkpoint-*.tmp", f".{COMMITS_FILE}.*.tmp"):
+            for stale in self.directory.glob(pattern):
+                stale.unlink(missing_ok=True)
 
     def paths(self) -> list[Path]:
         """Checkpoint files, oldest first."""
@@ -106,6 +107,10 @@ class CheckpointStore:
                 # set aside (kept for inspection, no longer counted among the last `keep`): otherwise
                 # the next saves would delete the good checkpoints older than it first
                 aside = path.with_name(path.name + ".corrupt")
+                n = 1
+                while aside.exists():  # sequence numbers are reused once a corrupt newest is set aside
+                    n += 1
+                    aside = path.with_name(f"{path.name}.corrupt{n}")
                 try:
                     path.replace(aside)
                 except OSError:

@@ -10,7 +10,6 @@ environment and a list or a table in the file.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -66,7 +65,8 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
 )
 
 # text options that cannot be empty (an empty group id, for one, would commit nothing)
-_NON_EMPTY = frozenset(f"--{flag}" for flag, kind, default, _ in SERVE_OPTIONS if kind == "str" and default is not None)
+_NON_EMPTY = frozenset(f"--{flag}" for flag, kind, default, _ in SERVE_OPTIONS
+                       if kind == "str" and default is not None and flag != "metrics-host")  # "": every interface
 
 # options with a fixed set of values (compared in upper case, as kafka-python expects them)
 _CHOICES = {
@@ -189,7 +189,9 @@ def kafka_option_value(key: str, text: str) -> Any:
         raise ValueError(f"--kafka-option {key}: not a kafka-python client setting")
     default, text = defaults[key], text.strip()
     problem = None
-    if key == "api_version":
+    if key == "acks":
+        value = "all" if text == "all" else parse_value(text)  # "all" or -1 (the daemon allows no other)
+    elif key == "api_version":
         try:
             value = tuple(int(part) for part in text.split("."))
         except ValueError:
@@ -247,10 +249,10 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
         if kind == "bool":
             return raw if isinstance(raw, bool) else _parse_bool(raw)
         if kind == "csv":
-            if isinstance(raw, list):  # a TOML array keeps its types: "1" stays a string label, 1 a number
-                items = [json.dumps(v) if isinstance(v, str) and v.strip() else _toml_text(v) for v in raw]
-            else:
-                items = [v.strip() for v in str(raw).split(",")]
+            # each value is read as on the command line, also from a TOML array: "0" is the number 0
+            # (deploy/robustream.toml); a label that is text of digits is written JSON-quoted, '"1"'
+            items = raw if isinstance(raw, list) else str(raw).split(",")
+            items = [_toml_text(v).strip() for v in items]
             if not items or any(not v for v in items):
                 raise ValueError
             return items

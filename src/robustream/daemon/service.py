@@ -26,7 +26,7 @@ import zlib
 from typing import Any, NamedTuple
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaConfigurationError, KafkaError, MessageSizeTooLargeError
+from kafka.errors import KafkaConfigurationError, KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
 from kafka.structs import OffsetAndMetadata
 from prometheus_client import start_http_server
 
@@ -39,6 +39,7 @@ from .metrics import BatchTally, DaemonMetrics
 
 log = logging.getLogger("robustream.daemon")
 
+_TOO_LARGE = (MessageSizeTooLargeError, RecordListTooLargeError)  # refused for its size: re-sending cannot help
 OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelled message is flagged
 # Output producer settings that --kafka-option may override. Fewer, larger produce requests: kafka-python
 # pays for each request and each sender wake-up while the message loop waits for the GIL; an output
@@ -49,7 +50,8 @@ PRODUCER_DEFAULTS = {"linger_ms": 20, "batch_size": 65536}
 
 def _mark(record) -> list[int]:
     """What tells a record from another at the same offset of a re-created partition."""
-    return [int(record.timestamp), zlib.crc32(record.value or b"")]
+    timestamp = record.timestamp if record.timestamp is not None else -1  # none in message format v0
+    return [int(timestamp), zlib.crc32(record.value or b"")]
 
 
 class ClientSettingsError(ValueError):
@@ -167,6 +169,7 @@ class Daemon:
         self.model, self.checkpoint_offsets = self._restore()
         self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
         self._pending: list[_Output] = []  # sends not yet confirmed
+        self._producer_failed = False  # to be replaced once its records in flight are settled
         self._newly_assigned: set[TopicPartition] = set()
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
@@ -380,7 +383,7 @@ class Daemon:
         stays in ``_pending`` until the broker acknowledged it."""
         try:
             future = self.producer.send(topic, key=key, value=value)
-        except MessageSizeTooLargeError as exc:  # never sendable as it is
+        except _TOO_LARGE as exc:  # never sendable as it is
             self._replace_too_large(_Output(None, topic, key, value, source, minimal), exc)
             return
         except KafkaError as exc:  # no metadata yet, buffer full, closed producer: the next flush re-sends
@@ -427,7 +430,7 @@ class Daemon:
                 elif future is None:
                     kept.append(output)  # never handed to a producer
                 elif future.failed():
-                    if isinstance(future.exception, MessageSizeTooLargeError):
+                    if isinstance(future.exception, _TOO_LARGE):
                         self._replace_too_large(output, future.exception)  # queues its dead letter
                         continue
                     errors.add(type(future.exception).__name__)
@@ -437,11 +440,17 @@ class Daemon:
                 return
             if errors and replace_producer:
                 # e.g. UnknownProducerIdError after a broker lost its state: this producer will not recover
-                log.warning("%d output records failed (%s): new producer, sending them again", len(errors),
-                            ", ".join(sorted(errors)))  # fmt: skip
+                log.warning("%d output records failed (%s): they go again on a new producer",
+                            sum(output.future is None for output in self._pending), ", ".join(sorted(errors)))  # fmt: skip
+                self._producer_failed = True
+            # replaced only once nothing is in flight on it: a replaced producer's futures are never flushed
+            if self._producer_failed and replace_producer and all(o.future is None for o in self._pending):
                 self._new_producer()  # raises KafkaError while the brokers are unreachable; records stay queued
+                self._producer_failed = False
             if time.monotonic() >= deadline:
                 raise KafkaError(f"{len(self._pending)} output records not acknowledged within {timeout:.1f} s")
+            if self._producer_failed:
+                continue  # the next flush waits for the records in flight
             retry = [output for output in self._pending if output.future is None]
             self._pending = [output for output in self._pending if output.future is not None]
             for output in retry:
@@ -591,7 +600,11 @@ class Daemon:
                 continue
             target, position = self._verifying.pop(tp)
             mark = self.checkpoint_marks.get((tp.topic, tp.partition))
-            if records[0].offset == target - 1 and mark is not None and _mark(records[0]) != mark:
+            # a first record before the one asked for: the partition changed under us (re-created or
+            # truncated and refilled between the two fetches)
+            changed = records[0].offset < target - 1 or (records[0].offset == target - 1 and mark is not None
+                                                          and _mark(records[0]) != mark)  # fmt: skip
+            if changed:
                 self._recreated(tp, target, position)
                 self.consumer.seek(tp, position)  # back to the group's offset
                 batch.pop(tp)
@@ -657,6 +670,7 @@ class Daemon:
         key = (tp.topic, tp.partition)
         self.next_offsets.pop(key, None)
         self._forget_checkpoint(key)
+        self._verifying.pop(tp, None)
         self.consumer.seek_to_beginning(tp)
 
     # -- group membership --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
 import operator
 import os
 import pickle
@@ -66,12 +67,22 @@ def non_number_message(x: dict) -> str:
 
 def _first_non_number(x: dict) -> str | None:
     for k, v in x.items():
-        if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number)):
+        if not isinstance(v, (numbers.Real, np.number, np.bool_)):  # not text, bytes or Decimal
             return f"feature {k!r}: {v!r} is not a number"
     return None
 
 
 _PLAIN_NUMBERS = frozenset([float, int, bool])
+
+
+def _overflows(value) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
+        pass
+    return False
 
 
 def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> dict[Hashable, float]:
@@ -85,8 +96,8 @@ def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> d
     except (TypeError, ValueError):
         raise ValueError(non_number_message(x)) from None
     except OverflowError:  # an int beyond floats
-        k = next(k for k in keys if isinstance(x[k], int) and abs(x[k]) > 2**1023)
-        raise ValueError(f"feature {k!r} is not a finite number: an integer of {len(str(abs(x[k])))} digits") from None
+        k = next(k for k in keys if _overflows(x[k]))
+        raise ValueError(f"feature {k!r} is not a finite number: an integer beyond floats") from None
     if not all(map(math.isfinite, row.values())):
         k = next(k for k, v in row.items() if not math.isfinite(v))
         raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
