@@ -105,7 +105,8 @@ def test_no_valid_sized_message_makes_an_output_record_near_the_producers_1_mib_
     with pytest.raises(InvalidMessage, match="field 'id': 400000 characters, more than 10000"):
         decode_message(json.dumps({"id": huge, "x": {"a": 1.0}}, ensure_ascii=False).encode(), labels=LABELS)
     decode_message(json.dumps({"id": "\u00e9" * 10_000, "x": {"a": 1.0}}).encode(), labels=LABELS)  # the limit
-    for doc, field in (({"id": 1, "x": {huge: "s"}}, "field 'x."), ({"id": 1, "x": {"a": 1.0}, "y": huge}, "field 'y'")):
+    cases = (({"id": 1, "x": {huge: "s"}}, "field 'x."), ({"id": 1, "x": {"a": 1.0}, "y": huge}, "field 'y'"))
+    for doc, field in cases:
         raw = json.dumps(doc, ensure_ascii=False).encode()
         assert len(raw) < 1_000_000  # under the default --max-message-bytes
         with pytest.raises(InvalidMessage) as err:
@@ -310,7 +311,8 @@ def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_th
     assert cfg.bootstrap_servers == "a:9092,b:9092"  # was "['a:9092', 'b:9092']"
     assert cfg.label_values == [0, 1]  # read as on the command line (deploy/robustream.toml)
     path.write_text("labels = ['\"1\"', '\"2\"', \"spam\"]\n")  # text of digits: JSON-quoted, as with --labels
-    assert resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={}).label_values == ["1", "2", "spam"]
+    cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    assert cfg.label_values == ["1", "2", "spam"]
     args = build_parser().parse_args(["serve", "--kafka-option", "acks=all", "--metrics-host", ""])
     cfg = resolve(args, environ={})
     assert cfg.kafka_settings()["acks"] == "all" and cfg.metrics_host == ""  # "": every interface
@@ -489,8 +491,8 @@ def test_log_format_json_writes_one_object_per_line(fmt, capsys):
 
     from robustream.daemon.service import configure_logging
 
-    saved = {name: (lg.handlers[:], lg.level, lg.propagate)
-             for name, lg in (("robustream", logging.getLogger("robustream")), ("kafka", logging.getLogger("kafka")))}  # fmt: skip
+    loggers = {name: logging.getLogger(name) for name in ("robustream", "kafka")}
+    saved = {name: (lg.handlers[:], lg.level, lg.propagate) for name, lg in loggers.items()}
     try:
         configure_logging(fmt, "INFO")
         log = logging.getLogger("robustream.daemon.service")

@@ -179,8 +179,8 @@ class ServeConfig:
 def kafka_option_value(key: str, text: str) -> Any:
     """The value of ``--kafka-option key=text``, typed as kafka-python's default for ``key`` is.
 
-    >>> kafka_option_value("client_id", "123"), kafka_option_value("linger_ms", "5"), kafka_option_value("api_version", "2.5")
-    ('123', 5, (2, 5))
+    >>> [kafka_option_value(*option) for option in (("client_id", "123"), ("linger_ms", "5"), ("api_version", "2.5"))]
+    ['123', 5, (2, 5)]
     """
     from kafka import KafkaConsumer, KafkaProducer
 
@@ -271,7 +271,8 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
         return str(raw)
     except (ValueError, TypeError, argparse.ArgumentTypeError):
         expected = {"int": "a non-negative integer", "float": "a finite non-negative number", "bool": "true or false",
-                    "csv": "comma-separated non-empty values", "str": "a non-empty string"}.get(kind, "a value")  # fmt: skip
+                    "csv": "comma-separated non-empty values", "str": "a non-empty string"}  # fmt: skip
+        expected = expected.get(kind, "a value")
         raise ValueError(f"{flag} (from {source}): expected {expected}, got {raw!r}") from None
 
 

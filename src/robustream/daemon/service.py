@@ -440,8 +440,9 @@ class Daemon:
                 return
             if errors and replace_producer:
                 # e.g. UnknownProducerIdError after a broker lost its state: this producer will not recover
-                log.warning("%d output records failed (%s): they go again on a new producer",
-                            sum(output.future is None for output in self._pending), ", ".join(sorted(errors)))  # fmt: skip
+                n_failed = sum(output.future is None for output in self._pending)
+                log.warning("%d output records failed (%s): they go again on a new producer", n_failed,
+                            ", ".join(sorted(errors)))  # fmt: skip
                 self._producer_failed = True
             # replaced only once nothing is in flight on it: a replaced producer's futures are never flushed
             if self._producer_failed and replace_producer and all(o.future is None for o in self._pending):
@@ -735,7 +736,8 @@ class Daemon:
                 # the clients check their settings when built (AssertionError, ValueError for an unknown
                 # codec, ...): a bad setting, which retrying cannot mend
                 self.close()
-                raise ClientSettingsError(f"kafka-python refuses the client settings: {type(exc).__name__}: {exc}") from None
+                problem = f"{type(exc).__name__}: {exc}"
+                raise ClientSettingsError(f"kafka-python refuses the client settings: {problem}") from None
             except KafkaError as exc:
                 self.metrics.broker_errors.inc()
                 log.warning("cannot reach the brokers (%s: %s); retrying in %.1f s", type(exc).__name__, exc, backoff)
