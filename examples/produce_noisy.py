@@ -14,7 +14,7 @@ import sys
 
 from kafka import KafkaProducer
 
-from robustream.daemon.producer import dataset_messages, send_messages
+from robustream.daemon import dataset_messages, send_messages
 
 
 def main() -> int:
