@@ -333,18 +333,14 @@ def _trimmed_mean(rows, n_discard: int) -> np.ndarray:
     """Mean of ``rows`` without its gross outliers: among the ``n_discard`` rows farthest from the
     plain mean, those more than ``GROSS_ROW_DISTANCE`` times the median distance from it.
 
-    The tree is rooted at the difference of the class means. One mislabelled row far away drags a
-    plain mean so far that the search never leaves the wrong basin (tree width -2.1 instead of
-    0.205, clean accuracy 0.82 instead of 0.995, in ``test_gross_mislabelled_row_does_not_steer_the_root``);
-    it is also the row farthest from the dragged mean. Rows merely in the tail stay: trimming every
-    class's outlier share changed the trees on data with no gross row, for the worse as often as for
-    the better (batch_noise: within 0.3 of the best peer on 11/16 data sets instead of 13/16), and so
-    did a 10x threshold on w8a and breast-cancer, whose farthest rows sit up to 14.9 median distances
-    out (w8a: 0.17 points worse in benchmarks/RESULTS.md, and RGDSVC(auto) 40% slower). The row of
-    that test sits 95 median distances out. Sparse rows stay sparse.
-
-    A gross row drags the mean towards it, so it stands out only while it is a small share of its
-    class (about 1 in 25 or fewer for a 25x distance).
+    The tree is rooted at the difference of the class means, and one mislabelled row far away drags
+    a plain mean so far that the search never leaves the wrong basin (clean accuracy 0.82 instead of
+    0.995 in ``test_gross_mislabelled_row_does_not_steer_the_root``, whose row sits 95 median
+    distances out). Rows merely in the tail stay: leaving them out changed the trees on ordinary
+    data, for the worse as often as for the better (``benchmarks/batch_noise.py``; the farthest rows
+    of the shared data sets sit up to 15 median distances out). A gross row drags the mean towards
+    it, so it stands out only while it is a small share of its class (about 1 in 25 at 25x). Sparse
+    rows stay sparse.
 
     >>> import numpy as np
     >>> rows = np.c_[np.zeros(60), np.arange(60.0)]  # mean (0, 29.5)

@@ -212,9 +212,7 @@ def kafka_option_value(key: str, text: str) -> Any:
         value = parse_value(text)
         if not isinstance(value, bool):
             problem = f"expected true or false, got {text!r}"
-    elif key in _OBJECT_SETTINGS:
-        problem = "takes a Python object, not settable from the command line"
-    elif default is None or isinstance(default, str):
+    elif key not in _OBJECT_SETTINGS and (default is None or isinstance(default, str)):
         value = text  # names, paths, passwords: kept as written ("123" stays a string)
     else:
         problem = "takes a Python object, not settable from the command line"
