@@ -54,6 +54,10 @@ def _mark(record) -> list[int]:
     return [int(timestamp), zlib.crc32(record.value or b"")]
 
 
+def _log_resume(tp: TopicPartition, target: int, position: int) -> None:
+    log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition, target, position)
+
+
 class ClientSettingsError(ValueError):
     """kafka-python refused the client settings (a bad ``--kafka-option`` combination)."""
 
@@ -593,8 +597,7 @@ class Daemon:
                 continue  # the records fetched from the group's offset are processed
             self.consumer.seek(tp, target)
             batch.pop(tp, None)
-            log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition, target,
-                     position)  # fmt: skip
+            _log_resume(tp, target, position)
         for tp in list(self._verifying):
             records = batch.get(tp)
             if not records:
@@ -616,8 +619,7 @@ class Daemon:
                 batch[tp] = kept
             else:
                 batch.pop(tp)
-            log.info("%s/%d: resuming at checkpoint offset %d (group offset %d)", tp.topic, tp.partition, target,
-                     position)  # fmt: skip
+            _log_resume(tp, target, position)
         return batch
 
     def _recreated(self, tp: TopicPartition, target: int, position: int) -> None:
