@@ -167,7 +167,7 @@ def speed_section(repeats: int = 5) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="RGDSVC under label noise")
     parser.add_argument("--datasets", nargs="*", default=None)
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default 5; 2 with --quick)")
     parser.add_argument("--flip", type=float, default=0.15)
     parser.add_argument("--quick", action="store_true", help="heart, breast-cancer, svmguide1; 2 seeds")
     parser.add_argument("--no-speed", action="store_true")
@@ -182,7 +182,9 @@ def main(argv=None) -> None:
               f"RGDSVC / fastest LinearSVC = {speed['ratio']:.2f}x")  # fmt: skip
         return
     names = args.datasets or (["heart", "breast-cancer", "svmguide1"] if args.quick else REAL + SYNTHETIC)
-    seeds = 2 if args.quick else args.seeds
+    seeds = args.seeds if args.seeds is not None else 2 if args.quick else 5
+    if seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {seeds}")
 
     print(f"command: python {' '.join(sys.argv)}")
     print(f"robustream {robustream.__version__}, numpy {np.__version__}, numba {numba.__version__}, "

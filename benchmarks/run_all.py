@@ -330,7 +330,8 @@ def run_drift(job: tuple) -> dict:
         }  # fmt: skip
     scaler = StandardScaler().fit(Xs)
     for m, model in (("RGDSVC", RGDSVC(random_state=seed, **chosen.get("RGDSVC", {}))),
-                     ("LinearSVC", LinearSVC(loss="hinge", max_iter=20_000, **chosen.get("LinearSVC", {})))):  # fmt: skip
+                     ("LinearSVC", LinearSVC(loss="hinge", max_iter=20_000, random_state=seed,
+                                             **chosen.get("LinearSVC", {})))):  # fmt: skip
         model.fit(scaler.transform(Xs), yn)
         out["methods"][m] = {"test_error": 100 * (1 - model.score(scaler.transform(Xt), yt))}
     print(f"  drift seed {seed}: done", file=sys.stderr, flush=True)
@@ -372,7 +373,8 @@ def run_timing(job: tuple) -> dict:
                              "size_kib": len(pickle.dumps(model)) / 1024}  # fmt: skip
     for m, make in (("RGDSVC", lambda: RGDSVC(random_state=0, **chosen.get("RGDSVC", {}))),
                     ("RGDSVC auto", lambda: RGDSVC(random_state=0, outlier_fraction="auto")),
-                    ("LinearSVC", lambda: LinearSVC(loss="hinge", max_iter=20_000, **chosen.get("LinearSVC", {})))):  # fmt: skip
+                    ("LinearSVC", lambda: LinearSVC(loss="hinge", max_iter=20_000, random_state=0,
+                                                    **chosen.get("LinearSVC", {})))):  # fmt: skip
         make().fit(Xtr[:200], split.y_train[:200])  # warm-up (numba compilation)
         t0 = time.perf_counter()
         model = make().fit(Xtr, split.y_train)

@@ -13,6 +13,7 @@ import json
 import sys
 
 from kafka import KafkaProducer
+from kafka.errors import KafkaError
 
 from robustream.daemon import dataset_messages, send_messages
 
@@ -35,6 +36,9 @@ def main() -> int:
     except (ValueError, OSError) as exc:
         print(f"produce_noisy: error: {exc}", file=sys.stderr)
         return 2
+    except KafkaError as exc:
+        print(f"produce_noisy: error: cannot reach the brokers {args.bootstrap_servers} ({exc})", file=sys.stderr)
+        return 1
     if args.clean_labels:
         with open(args.clean_labels, "w") as fh:
             json.dump(clean, fh)

@@ -13,9 +13,18 @@ import json
 import sys
 
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
 
 
 def main() -> int:
+    try:
+        return read()
+    except KafkaError as exc:
+        print(f"read_predictions: error: cannot reach the brokers ({exc})", file=sys.stderr)
+        return 1
+
+
+def read() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     parser.add_argument("--topic", default="robustream-predictions")

@@ -1,6 +1,7 @@
 """RGDSVC: scikit-learn conformance, determinism, multi-class, sparse input, parameter errors."""
 
 import gc
+import warnings
 import weakref
 
 import numpy as np
@@ -120,6 +121,13 @@ def test_sketched_fit_on_wide_data(monkeypatch):
         ({"sketch_dim": 0}, "sketch_dim"),
         ({"tree_height": 0}, "tree_height"),
         ({"mu": 1.5}, "mu"),
+        ({"delta": 2.0}, r"delta must be in \(0, 1\), got 2.0"),
+        ({"delta": "0.5"}, r"delta must be in \(0, 1\), got '0.5'"),
+        ({"tol": True}, r"tol must be in \(0, 1\), got True"),
+        ({"tree_height": True}, "tree_height must be a positive integer, got True"),
+        ({"sketch_dim": True}, "sketch_dim must be a positive int, 'auto' or None, got True"),
+        ({"outlier_fraction": False}, "outlier_fraction must be a float, a pair or 'auto', got False"),
+        ({"outlier_fraction": (True, 0.1)}, "outlier_fraction pair must be two floats"),
     ],
 )
 def test_bad_parameters_name_the_parameter(params, match):
@@ -258,3 +266,34 @@ def test_csr_rows_with_unsorted_or_duplicate_indices_give_the_model_of_their_can
             np.testing.assert_array_equal(a.outlier_mask_, b.outlier_mask_)
     np.testing.assert_array_equal(scrambled.data, before[0])  # the caller's matrix is left as it was
     np.testing.assert_array_equal(scrambled.indices, before[1])
+
+
+def test_a_polish_stopped_by_max_iter_warns_and_n_iter_says_how_far_it_went():
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(1.0, 1.0, (60, 4)), rng.normal(-1.0, 1.0, (60, 4))]
+    X[:, 0] *= 1e4  # one feature on a far larger scale: the polish crawls
+    y = np.r_[np.ones(60), np.zeros(60)]
+    with pytest.warns(ConvergenceWarning, match=r"RGDSVC: the polish stopped at max_iter=50 "):
+        clf = RGDSVC(max_iter=50, random_state=0).fit(X, y)
+    assert not clf.solutions_[0].converged and clf.n_iter_ >= 50
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fitted = RGDSVC(random_state=0).fit(X / np.std(X, axis=0), y)  # standardised: converges, no warning
+    assert fitted.solutions_[0].converged and 0 < fitted.n_iter_ < 100_000
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+            RGDSVC(max_iter=bad).fit(X, y)
+
+
+def test_an_estimator_pickled_before_max_iter_existed_still_loads():
+    import pickle
+
+    from robustream.ramp import RampSVC
+
+    for est, name, default in ((RGDSVC(random_state=0), "max_iter", 100_000), (RampSVC(C=2.0), "max_epochs", 1000)):
+        del est.__dict__[name]  # what an older version pickled
+        copy = pickle.loads(pickle.dumps(est))
+        assert getattr(copy, name) == default and copy.get_params()[name] == default
+        repr(copy)

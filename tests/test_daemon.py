@@ -321,6 +321,18 @@ def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_th
         resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
 
 
+def test_a_checkpoint_dir_that_cannot_hold_checkpoints_is_a_start_up_error(tmp_path, capsys):
+    from robustream.daemon.service import run_serve
+
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    for where, problem in ((a_file, "a file, not a folder"), (a_file / "sub", "Not a directory")):
+        code = run_serve(build_parser().parse_args(["serve", "--checkpoint-dir", str(where)]))
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err
+        assert f"robustream serve: error: --checkpoint-dir {where}: cannot keep checkpoints there ({problem})" in err
+
+
 def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_start_up(tmp_path):
     from robustream.daemon.service import Daemon
 
@@ -330,6 +342,11 @@ def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_star
 
     with pytest.raises(ValueError, match="l2=abc: the model fails on a first message"):
         daemon("--learner", "river:LogisticRegression", "--param", "l2=abc")
+    with pytest.raises(ValueError, match=r"^--learner rgd --param bogus=1: RGDSVMClassifier has no parameter 'bogus' "
+                                         r"\(its parameters: outlier_fraction, "):
+        daemon("--param", "bogus=1")
+    with pytest.raises(ValueError, match=r"^--learner foo: unknown learner 'foo' \(choose one of "):
+        daemon("--learner", "foo")
     with pytest.raises(ValueError, match="rebuild_every=true: rebuild_every must be a positive integer, got True"):
         daemon("--param", "rebuild_every=true")
     # its state refers to copy.deepcopy: written, it could never be loaded back
@@ -515,3 +532,65 @@ def test_log_format_json_writes_one_object_per_line(fmt, capsys):
     assert docs[0]["level"] == "INFO" and docs[0]["msg"] == "assigned ['in/0']" and docs[0]["partition"] == 0
     assert docs[0]["logger"] == "robustream.daemon.service" and isinstance(docs[0]["ts"], float)
     assert docs[1]["level"] == "ERROR" and "ValueError: bad checkpoint" in docs[1]["exc"]
+
+
+def test_kafka_python_repeating_one_error_is_shown_once_per_minute_and_exception_names_once(capsys, monkeypatch):
+    import logging
+
+    from kafka.errors import KafkaTimeoutError
+
+    from robustream.daemon.service import configure_logging, describe
+
+    configure_logging("text", "INFO")
+    try:
+        noisy = logging.getLogger("kafka.net.connection")
+        for _ in range(30):
+            noisy.error("%s: Connect attempt returned error %s. Disconnecting.", "<conn>", 111)
+        noisy.error("%s: another kind of error", "<conn>")
+        noisy.error("Error sending %s to node %s [%s]", "req", 1, TimeoutError("t"))
+        noisy.error("Error sending %s to node %s [%s]", "req", 2, ConnectionError("c"))  # same template, new error
+        err = capsys.readouterr().err
+        assert err.count("Connect attempt returned error") == 1 and err.count("another kind of error") == 1
+        assert err.count("Error sending req") == 2
+        from robustream.daemon import service
+
+        monkeypatch.setattr(service.time, "monotonic", lambda: 1e12)  # a minute later
+        noisy.error("%s: Connect attempt returned error %s. Disconnecting.", "<conn>", 111)
+        assert "(29 more like this in the last 60 s not shown)" in capsys.readouterr().err
+        configure_logging("text", "DEBUG")  # everything, when asked for
+        for _ in range(3):
+            noisy.error("%s: Connect attempt returned error %s. Disconnecting.", "<conn>", 111)
+        assert capsys.readouterr().err.count("Connect attempt returned error") == 3
+    finally:
+        configure_logging("text", "WARNING")
+    assert describe(KafkaTimeoutError("Unable to bootstrap")) == "KafkaTimeoutError: Unable to bootstrap"
+    assert describe(ValueError("bad")) == "ValueError: bad" and describe(ValueError()) == "ValueError"
+
+
+def test_save_model_keeps_a_whole_pipeline_scaler_included(tmp_path):
+    from river import preprocessing
+
+    from robustream import load_model, save_model
+
+    rng = np.random.default_rng(0)
+    rows = [({"a": float(rng.normal(50, 30)), "b": float(rng.normal())}, bool(rng.random() < 0.5)) for _ in range(500)]
+    model = preprocessing.StandardScaler() | RGDSVMClassifier(rebuild_every=100, seed=0)
+    for x, y in rows[:300]:
+        model.learn_one(x, y)
+    path = tmp_path / "pipeline.json"
+    save_model(model, path)
+    copy = load_model(path)
+    assert [copy.predict_proba_one(x) for x, _ in rows[300:]] == [model.predict_proba_one(x) for x, _ in rows[300:]]
+    for x, y in rows[300:]:  # and it learns on identically (the scaler's running statistics too)
+        model.learn_one(x, y)
+        copy.learn_one(x, y)
+    assert copy["RGDSVMClassifier"].weights == model["RGDSVMClassifier"].weights
+    model["RGDSVMClassifier"].save(tmp_path / "learner.json")  # the learner alone, in its own format
+    learner = load_model(tmp_path / "learner.json")
+    assert type(learner) is RGDSVMClassifier and learner.weights == model["RGDSVMClassifier"].weights
+    (tmp_path / "other.json").write_text('{"format": "something-else"}')
+    with pytest.raises(persist.CorruptModelError, match="not a robustream-model-state file"):
+        load_model(tmp_path / "other.json")
+    path.write_text(path.read_text().replace('"format":1', '"format":2', 1))
+    with pytest.raises(persist.CorruptModelError, match="checksum mismatch"):
+        load_model(path)

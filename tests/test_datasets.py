@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bz2
-import doctest
 import gzip
 import lzma
 import struct
@@ -356,7 +355,7 @@ def test_read_csv_variants(tmp_path):
     with pytest.raises(ValueError, match=r"e\.csv, line 2, column 1.*oops"):
         read_csv(p)
     p = _write(tmp_path / "f.csv", "1,0.5\n0,1,2\n")
-    with pytest.raises(ValueError, match="line 2: expected 2 fields"):
+    with pytest.raises(ValueError, match="line 2: 3 fields, but line 1 has 2"):
         read_csv(p)
 
 
@@ -663,7 +662,83 @@ def test_gaussian_classes_flip_seed_and_validation():
             make_gaussian_classes(**{"n_per_class": 10, **bad})
 
 
-def test_docstring_examples_run():
-    result = doctest.testmod(rd, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 10
-    assert result.failed == 0
+# ---------------------------------------------------------------------------
+# files that must not load silently wrong
+# ---------------------------------------------------------------------------
+def test_a_corrupt_gzip_stream_is_a_value_error_naming_the_file(tmp_path):
+    p = tmp_path / "bad.svm.gz"
+    raw = bytearray(gzip.compress(b"1 1:1\n" * 1000))
+    raw[20] ^= 0xFF  # damage the deflate stream, not the header: zlib.error, not an OSError
+    raw[30] ^= 0xFF
+    p.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"bad\.svm\.gz: cannot decompress"):
+        load(p)
+
+
+def test_csv_labels_empty_or_numbers_mixed_with_text_are_refused(tmp_path):
+    p = _write(tmp_path / "empty.csv", "1,0.5\n,1.5\n-1,2\n")
+    with pytest.raises(ValueError, match=r"empty\.csv, line 2, column 0: the label is empty"):
+        read_csv(p)
+    p = _write(tmp_path / "mixed.csv", "1,0.5\n?,1.5\n-1,2\n")
+    with pytest.raises(ValueError, match=r"mixed\.csv, line 2, column 0: label '\?' is not a number, but line 1"):
+        read_csv(p)
+    X, y = read_csv(_write(tmp_path / "names.csv", "yes,0.5\nno,1.5\n"))  # text labels stay classes by name
+    assert y.tolist() == ["yes", "no"]
+
+
+def test_a_missing_value_token_on_the_first_line_is_data_not_a_header(tmp_path):
+    p = _write(tmp_path / "q.csv", "1,?,2.5\n-1,0.5,1\n")
+    with pytest.raises(ValueError, match=r"q\.csv, line 1, column 1: value '\?' is not a number"):
+        read_csv(p)
+    X, _ = read_csv(_write(tmp_path / "h.csv", "label,a,b\n1,0.5,2.5\n"))  # a real header still is one
+    assert X.shape == (1, 2)
+
+
+def test_a_field_count_mismatch_names_both_lines(tmp_path):
+    p = _write(tmp_path / "d.dense", "1 0.5 2 3\n-1 0.5 1\n")
+    with pytest.raises(ValueError, match=r"d\.dense, line 2: 3 fields, but line 1 has 4"):
+        read_dense(p)
+
+
+def test_an_idx_header_too_large_for_int64_names_the_file(tmp_path):
+    p = tmp_path / "huge-idx3-ubyte"
+    p.write_bytes(struct.pack(">BBBB", 0, 0, 0x08, 3) + struct.pack(">III", 2**31, 2**31, 2**31))  # 2**93 wraps to 0 in int64
+    with pytest.raises(ValueError, match=r"huge-idx3-ubyte: IDX size mismatch"):
+        read_idx(p)
+
+
+def test_load_with_label_column_and_header_for_a_csv_file(tmp_path):
+    p = _write(tmp_path / "last.csv", "0,1,2\n0.5,2,1\n1.5,-1,0\n")
+    ds = load(p, label_column=-1, header=True)
+    np.testing.assert_array_equal(ds.X, [[0.5, 2.0], [1.5, -1.0]])
+    assert ds.classes == (0.0, 1.0) and ds.y.tolist() == [1.0, -1.0]
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="the shared datasets folder (../shared/datasets) is absent")
+@pytest.mark.parametrize("name", ["ionosphere", "svmguide1.t", "heart"])
+def test_the_path_of_a_registered_file_loads_that_data_set(name):
+    by_name = load(name)
+    by_path = load(SHARED / DATASETS[name].files[0])
+    assert by_path.name == name and by_path.classes == by_name.classes
+    np.testing.assert_array_equal(by_path.y, by_name.y)
+    np.testing.assert_array_equal(np.asarray(by_path.X.todense() if sp.issparse(by_path.X) else by_path.X),
+                                  np.asarray(by_name.X.todense() if sp.issparse(by_name.X) else by_name.X))
+
+
+def test_a_registered_file_of_the_wrong_size_names_the_file(monkeypatch, tmp_path):
+    _write(tmp_path / "heart_scale.xz", "+1 1:0.5 2:1\n-1 1:0.25 2:-1\n")
+    monkeypatch.setenv("ROBUSTREAM_DATASETS", str(tmp_path))
+    with pytest.raises(ValueError, match=r"'heart': .*heart_scale\.xz gives 2 rows of 13 features, the registry "
+                                         r"\(MANIFEST\.md\) says 270 of 13"):
+        load("heart")
+
+
+def test_mnist_images_and_labels_of_different_counts_name_both_files(monkeypatch, tmp_path):
+    spec = DATASETS["mnist"]
+    with gzip.open(tmp_path / spec.files[0], "wb") as fh:
+        fh.write(struct.pack(">BBBB", 0, 0, 0x08, 3) + struct.pack(">III", 3, 2, 2) + bytes(12))
+    with gzip.open(tmp_path / spec.files[1], "wb") as fh:
+        fh.write(struct.pack(">BBBBI", 0, 0, 0x08, 1, 2) + bytes([1, 0]))
+    monkeypatch.setenv("ROBUSTREAM_DATASETS", str(tmp_path))
+    with pytest.raises(ValueError, match=r"images of shape \(3, 2, 2\) and .*labels of shape \(2,\)"):
+        load("mnist")

@@ -53,3 +53,105 @@ def test_producer_and_consumer_examples_around_a_running_daemon(broker, tmp_path
     first = json.loads(out.splitlines()[0].replace("'", '"').replace("True", "true").replace("False", "false")
                        .replace("None", "null"))  # fmt: skip
     assert set(first) == {"id", "y_pred", "proba", "margin", "outlier", "model_version"}
+
+
+def test_the_broker_command_serves_its_topics_until_sigterm():
+    import signal
+    import socket
+
+    from kafka.admin import KafkaAdminClient
+
+    proc = subprocess.Popen([sys.executable, "-m", "robustream.cli", "broker", "--port", "0", "--topic", "events:3",
+                             "--topic", "preds"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("embedded broker (tansu, in-memory store) on 127.0.0.1:"), first + proc.stderr.read()
+        bootstrap = first.split(" on ")[1].split(";")[0]
+        rest = [proc.stdout.readline() for _ in range(3)]
+        assert rest[0].strip() == "topics: events (3 partitions), preds (1 partition)"
+        assert f"robustream serve --bootstrap-servers {bootstrap} --kafka-option session_timeout_ms=6000" in rest[2]
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            described = {t["name"]: len(t["partitions"]) for t in admin.describe_topics(["events", "preds"])}
+        finally:
+            admin.close()
+        assert described == {"events": 3, "preds": 1}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        host, port = bootstrap.split(":")
+        try:  # the broker went with it
+            socket.create_connection((host, int(port)), timeout=1).close()
+            reachable = True
+        except OSError:
+            reachable = False
+        assert not reachable
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_the_broker_command_names_a_bad_topic():
+    done = subprocess.run([sys.executable, "-m", "robustream.cli", "broker", "--topic", "events:zero"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("robustream broker: error: --topic events:zero: expected NAME or NAME:PARTITIONS")
+
+
+def test_the_kafka_examples_say_when_the_brokers_cannot_be_reached():
+    commands = [["examples/produce_noisy.py", "--bootstrap-servers", "127.0.0.1:1", "--max-samples", "5"],
+                ["examples/read_predictions.py", "--bootstrap-servers", "127.0.0.1:1"]]  # fmt: skip
+    # side by side: each waits for kafka-python's bootstrap timeout
+    procs = [subprocess.Popen([sys.executable, *c], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in commands]  # fmt: skip
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1 and "Traceback" not in err, err[-2000:]
+        assert "error: cannot reach the brokers" in err
+
+
+def test_an_interrupted_demo_stops_its_daemon_then_its_broker_quietly():
+    import signal
+    import socket
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "robustream.cli", "demo", "--dataset", "synthetic", "--max-samples",
+                             "20000", "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("embedded broker (tansu) on 127.0.0.1:"), first
+        host, port = first.split(" on ")[1].split(";")[0].split(":")
+        assert proc.stdout.readline().startswith("replaying synthetic")
+        time.sleep(2)  # mid-stream
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        assert err == "interrupted\n"  # no client errors from a broker stopped under connected clients
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            reachable = True
+        except OSError:
+            reachable = False
+        assert not reachable  # the broker went with it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_a_broker_start_cut_short_leaves_no_tansu_behind(monkeypatch):
+    import socket
+
+    from robustream.daemon import embedded
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C while waiting for tansu to listen
+
+    broker = embedded.EmbeddedBroker()
+    monkeypatch.setattr(socket, "create_connection", interrupted)
+    try:
+        broker.start()
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("start() swallowed the interrupt")
+    assert broker.process is not None and broker.process.poll() is not None  # killed, not left running

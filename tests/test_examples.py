@@ -26,7 +26,11 @@ def test_batch_label_noise_example():
 
 def test_river_label_noise_example():
     out = run("examples/river_label_noise.py")
-    assert "identical predictions" in out and "RGDSVMClassifier" in out
+    assert "identical predictions" in out
+    accuracy = {line.split()[0]: float(line.split()[-1]) for line in out.splitlines()
+                if line.startswith(("RGDSVMClassifier", "LogisticRegression"))}  # fmt: skip
+    # measured 0.968 against 0.916 (the docstring says so); the stream and the flips are seeded
+    assert accuracy["RGDSVMClassifier"] > accuracy["LogisticRegression"] + 0.02
 
 
 def test_mnist_one_vs_rest_example():

@@ -185,3 +185,28 @@ def test_rgd_tree_search_does_not_depend_on_the_scale_of_the_rows(scale):
     assert a[3] > 1 and (b[2], b[3]) == (a[2], a[3])  # the same nodes and boosting rounds
     np.testing.assert_array_equal(b[0] / scale, a[0])
     assert b[1] / scale == a[1]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_on_binary_rows_with_exact_ties_kernels_and_references_reach_the_same_optimum(seed):
+    # w8a- or mushrooms-like rows: ties are exact, and the kernels and BLAS may round them apart
+    rng = np.random.default_rng(seed)
+    n, d = 60, 12
+    X = (rng.random((n, d)) < 0.3).astype(np.float64)
+    X[: n // 2, 0] = 1.0  # a feature that separates most of the classes
+    X[n // 2 :, 0] = 0.0
+    sign = np.r_[np.ones(n // 2), -np.ones(n - n // 2)]
+    coef = np.where(sign > 0, 1.0 / (n // 2), 1.0 / (n - n // 2))
+    cap = np.full(n, 1.0 / (0.5 * (n // 2)))
+    norms = []
+    for fn in (G.mdm, G.mdm_reference):
+        c, _, ok = fn(X, sign, coef, cap, 1e-9, 200_000)
+        assert ok and np.all(c <= cap + 1e-12)
+        norms.append(np.linalg.norm(X.T @ (sign * c)))
+    K = X @ X.T
+    g = sign * (K @ (sign * coef))
+    ww = float((sign * coef) @ K @ (sign * coef))
+    for fn in (G.mdm_gram, G.mdm_gram_reference):
+        c = fn(K, g, sign, coef, cap, ww, 1e-9 * ww, 200_000)[0]
+        norms.append(np.linalg.norm(X.T @ (sign * c)))
+    np.testing.assert_allclose(norms, norms[0], rtol=1e-4)

@@ -115,6 +115,20 @@ def test_save_load_round_trip_and_corruption_is_detected(tmp_path):
         RGDSVMClassifier.load(path)
 
 
+def test_model_files_with_a_wrong_version_type_no_payload_or_deep_nesting_are_corrupt(tmp_path):
+    path = tmp_path / "m.json"
+    persist.dump({"w": [0.5, 1.0]}, path)
+    text = path.read_text()
+    for damaged, reason in ((text.replace('"version":1', '"version":true'), "version True"),
+                            (text.replace('"version":1', '"version":1.0'), "version 1.0"),
+                            ('{"format":"robustream-model","sha256":"00","version":1}', "payload or sha256"),
+                            ('{"format":"robustream-model","payload":' + "[" * 100_000 + "]" * 100_000
+                             + ',"sha256":"00","version":1}', "nested too deeply")):  # fmt: skip
+        path.write_text(damaged)
+        with pytest.raises(persist.CorruptModelError, match=reason):
+            persist.load(path)
+
+
 def test_model_files_refuse_non_finite_numbers_and_get_the_usual_permissions(tmp_path):
     path = tmp_path / "m.json"
     old_umask = os.umask(0o022)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import lzma
 from pathlib import Path
@@ -136,12 +137,18 @@ def test_shared_dataset_with_max_samples(tmp_path):
         (["{missing}"], "no such data file"),
         (["{data}", "--flip", "0.7"], "--flip 0.7: must be in [0, 0.5)"),
         (["{data}", "--flip", "0.1,abc"], "--flip abc: not a number"),
-        (["{data}", "--learner", "nope"], "--learner 'nope': unknown learner"),
+        (["{data}", "--learner", "nope"], "--learner nope: unknown learner 'nope'"),
         (["{data}", "--learner", "river:NoSuchModel"], "no River classifier"),
         (["{data}", "--param", "rebuild_every"], "expected key=value"),
-        (["{data}", "--param", "bogus=1"], "bad parameter"),
+        (["{data}", "--param", "bogus=1"], "--learner rgd --param bogus=1: RGDSVMClassifier has no parameter 'bogus' "
+                                           "(its parameters: "),
+        (["{data}", "--learner", "river:LogisticRegression", "--param", "l2=abc"],
+         "--learner river:LogisticRegression --param l2=abc: the model fails on a first message (TypeError: "),
         (["{data}", "--seeds", "0"], "--seeds 0: must be at least 1"),
         (["{data}", "--max-samples", "x"], "--max-samples x: not an integer"),
+        (["{data}", "--label-column", "last"], "--label-column last: not an integer"),
+        (["{csv}", "--label-column", "5"], "label_column=5 is out of range for 3 columns"),
+        (["{corrupt_gz}"], "cannot decompress (.gz file)"),
         (["{data}", "--noise", "gaussian"], "--noise gaussian: must be uniform or adversarial"),
         (["{garbage}"], "DATASET"),
         (["no-such-dataset-name"], "unknown data set"),
@@ -158,8 +165,14 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, cap
     one_class.write_text("".join(f"7 1:{i / 10} 2:{i % 3}\n" for i in range(100)))
     empty = tmp_path / "empty.svm"
     empty.write_text("# a comment and no rows\n")
+    csv = tmp_path / "label_last.csv"
+    csv.write_text("0.5,1,a\n1.5,2,b\n")
+    corrupt_gz = tmp_path / "corrupt.svm.gz"
+    raw = bytearray(gzip.compress(b"1 1:1\n" * 1000))
+    raw[20] ^= 0xFF  # a damaged deflate stream: zlib.error
+    corrupt_gz.write_bytes(bytes(raw))
     values = {"missing": str(tmp_path / "missing.svm"), "data": str(svm_file), "garbage": str(garbage),
-              "one_class": str(one_class), "empty": str(empty)}
+              "one_class": str(one_class), "empty": str(empty), "csv": str(csv), "corrupt_gz": str(corrupt_gz)}
     argv = [a.format(**values) for a in argv]
     code = main(["replay", *argv, "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
@@ -168,6 +181,20 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, cap
     assert err.startswith("robustream replay: error: ") and err.count("\n") == 1
     assert "Traceback" not in err
     assert not (tmp_path / "out" / "replay.json").exists()
+
+
+def test_a_csv_file_with_its_label_in_the_last_column(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 3))
+    y = np.where(X @ [1.0, -1.0, 0.5] > 0, "yes", "no")
+    path = tmp_path / "label_last.csv"
+    path.write_text("a,b,c,label\n" + "".join(f"{r[0]},{r[1]},{r[2]},{lab}\n" for r, lab in zip(X, y)))
+    code = main(["replay", str(path), "--learner", "river:LogisticRegression", "--label-column", "-1", "--seeds", "1",
+                 "--out", str(tmp_path / "out"), "--quiet", "--no-plots"])  # fmt: skip
+    assert code == 0
+    result = json.loads((tmp_path / "out" / "replay.json").read_text())
+    assert result["dataset"]["n_features"] == 3 and "--label-column -1" in result["command"]
+    assert result["summary"][0]["holdout_error_mean"] < 0.2
 
 
 def test_missing_matplotlib_is_one_line(svm_file, tmp_path, capsys, monkeypatch):
@@ -196,3 +223,15 @@ def test_the_curve_has_at_most_curve_points_points(n):
     assert sum(1 for _ in stream) == n
     assert len(curve) <= replay.CURVE_POINTS and curve[-1][0] == n
     assert len(curve) >= replay.CURVE_POINTS // 2  # not much sparser than it may be
+
+
+def test_an_unknown_option_is_named_with_the_subcommand_usage(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["replay", "heart", "--bogus"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err.startswith("usage: robustream replay") and "robustream replay: error: unrecognized arguments: --bogus" in err
+    with pytest.raises(SystemExit):  # before the subcommand: the top-level command's
+        main(["--bogus", "replay", "heart"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: robustream [-h]") and "robustream: error: unrecognized arguments: --bogus" in err

@@ -69,6 +69,17 @@ def test_bad_arguments_are_named():
         sk.transform(np.ones((2, 6)))
     with pytest.raises(ValueError, match="feature keys"):
         sk.transform_one({"a": 1.0})
+    with pytest.raises(ValueError, match="sketch_dim must be a positive integer, got True"):
+        JLSketch(True)
+    with pytest.raises(ValueError, match=r"hash_nnz must be at most sketch_dim \(2\) for the hashed sketch"):
+        JLSketch(2, "hashed")
+    with pytest.raises(ValueError, match="hash_nnz must be a positive integer"):
+        JLSketch(8, "hashed", hash_nnz=0)
+
+
+@pytest.mark.parametrize("kind", [k for k in SKETCH_KINDS if k != "hashed"])
+def test_a_sketch_smaller_than_hash_nnz_is_fine_for_the_kinds_that_do_not_hash(kind):
+    assert JLSketch(2, kind, seed=0).transform(np.eye(5)).shape == (5, 2)
 
 
 PINNED_POSITIONS = [12, 7]

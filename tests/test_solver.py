@@ -368,7 +368,9 @@ def test_without_a_tree_sparse_rows_stay_sparse_and_nothing_discarded_gives_the_
     # nothing is discarded, so the tree's direction changed nothing: the same solution as with a tree
     tree = solve(X, y, outlier_fraction=(0.0, 0.0), polish="auto", tree_height=1, boosting_rounds=1,
                  refit_rounds=0, seed=2)  # fmt: skip
-    assert (n, d) in densified  # (the tree evaluates its nodes on dense rows)
+    # the tree evaluates its nodes on dense rows, densified class by class (one dense copy, not two)
+    n_pos = int((y > 0).sum())
+    assert (n_pos, d) in densified and (n - n_pos, d) in densified and (n, d) not in densified
     np.testing.assert_array_equal(flat.coef, tree.coef)
     assert flat.intercept == tree.intercept and flat.polish == tree.polish
     # with outliers to discard, the inliers are trimmed along the root: the class means' difference
@@ -511,3 +513,37 @@ def test_a_sparse_matrix_too_wide_for_a_dense_tree_asks_for_a_sketch():
         solve(X, y)
     sol = solve(X, y, sketch=JLSketch(32, "hashed", seed=0))  # with a sketch the rows stay sparse
     assert sol.coef.shape == (d,)
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e7])
+@pytest.mark.parametrize("polish", ["hard", "soft"])
+def test_a_constant_offset_on_every_row_moves_only_the_intercept(offset, polish):
+    # un-centred features (a timestamp, a price): the Minkowski difference of the classes is the same
+    rng = np.random.default_rng(4)
+    X = np.r_[rng.normal(1.5, 1.0, (80, 3)), rng.normal(-1.5, 1.0, (80, 3))]
+    y = np.r_[np.ones(80), -np.ones(80)]
+    y[:6] = -1.0
+    base = solve(X, y, outlier_fraction=(0.1, 0.1), polish=polish, seed=0)
+    moved = solve(X + offset, y, outlier_fraction=(0.1, 0.1), polish=polish, seed=0)
+    assert moved.polish == base.polish == polish and moved.converged
+    np.testing.assert_array_equal(moved.outlier_mask, base.outlier_mask)
+    np.testing.assert_allclose(moved.coef, base.coef, rtol=1e-6)
+    np.testing.assert_allclose(moved.margin_width, base.margin_width, rtol=1e-6)
+    np.testing.assert_allclose((X + offset) @ moved.coef + moved.intercept, X @ base.coef + base.intercept,
+                               atol=1e-5)  # decision values of a few units; the offset's rounding is about 1e-8
+    # a shared Gram matrix is that of the rows as solve works on them
+    shared = solve(X + offset, y, outlier_fraction=(0.1, 0.1), polish=polish, seed=0, gram=gram_matrix(X + offset))
+    np.testing.assert_array_equal(shared.coef, moved.coef)
+
+
+def test_nearest_point_without_a_start_keeps_rows_with_cap_zero_at_zero():
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(1, 1, (50, 3)), rng.normal(-1, 1, (50, 3))]
+    y = np.r_[np.ones(50), -np.ones(50)]
+    X[:5] = rng.normal(-3, 0.3, (5, 3))  # 5 positives deep on the negative side, excluded by cap 0
+    cap = np.ones(100)
+    cap[:5] = 0.0
+    coef, _, ok = nearest_point(X, y, cap)
+    assert ok and not coef[:5].any() and np.all(coef <= cap)
+    ref, _, _ = nearest_point(X[5:], y[5:], np.ones(95))
+    np.testing.assert_allclose(np.linalg.norm(X.T @ (y * coef)), np.linalg.norm(X[5:].T @ (y[5:] * ref)), rtol=1e-3)

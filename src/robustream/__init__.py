@@ -1,12 +1,29 @@
 """robustream: online linear classification that stays accurate when labels are wrong.
 
 Public API: :class:`RGDSVC` (scikit-learn batch estimator), :class:`RGDSVMClassifier` (River), :mod:`robustream.solver`,
-:class:`robustream.sketch.JLSketch`, :mod:`robustream.datasets`.
+:class:`robustream.sketch.JLSketch`, :mod:`robustream.datasets`, :func:`save_model` / :func:`load_model` (any River
+model, pipelines included, as checksummed JSON).
 """
 
 from .batch import RGDSVC
 from .learners import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier
 from .sketch import JLSketch
 
+
+def save_model(model, path) -> None:
+    """Write any River model, pipelines included, as checksummed JSON (see :func:`robustream.daemon.state.save_model`)."""
+    from .daemon.state import save_model as save
+
+    save(model, path)
+
+
+def load_model(path):
+    """The model :func:`save_model` wrote (see :func:`robustream.daemon.state.load_model`)."""
+    from .daemon.state import load_model as load
+
+    return load(path)
+
+
 __version__ = "0.1.0"
-__all__ = ["RGDSVC", "RGDSVMClassifier", "CoresetSVMClassifier", "RampSVMClassifier", "ORDIFilter", "JLSketch", "__version__"]
+__all__ = ["RGDSVC", "RGDSVMClassifier", "CoresetSVMClassifier", "RampSVMClassifier", "ORDIFilter", "JLSketch", "save_model",
+           "load_model", "__version__"]

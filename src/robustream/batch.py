@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .rows import as_rows
 from .sketch import SKETCH_KINDS, JLSketch, make_sketch
+from .validation import is_integer, is_real
 from .solver import (
     AUTO_FRACTIONS,
     AUTO_SIDE_MARGIN,
@@ -56,7 +59,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     polish : {"soft", "hard", "auto"}, default="soft"
         Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
         coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are
-        separable, soft otherwise.
+        separable, soft otherwise. A polish whose hulls intersect (``w = 0``) goes on soft, with
+        ``nu`` raised until they part: ``solutions_[k].polish`` and ``.info["nu"]`` say what ran.
     nu : float, default=0.3
         Reduced-hull parameter of the soft polish (nu-SVM's nu), in (0, 1].
     sketch : str, default="achlioptas"
@@ -69,7 +73,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         RGD-tree height h, nodes kept per level L, and re-rooting rounds.
     delta, mu : float, default=0.5, 0.1
         Candidate-set slack (1 + delta) and failure probability; children per node are
-        ``(1 + 1/delta)^2 ln(h/mu)``.
+        ``(1 + 1/delta)^2 ln(h/mu + 1)``.
     refit_rounds : int, default=5
         Trim-and-refit rounds after the first polish (stops early when the outliers are stable).
     intercept : {"min_error", "bisector"}, default="min_error"
@@ -77,6 +81,10 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         threshold with the fewest misclassified inliers.
     tol : float, default=1e-3
         Relative epsilon of the polish (JL paper, Definition 5) and of the boosting test.
+    max_iter : int, default=100_000
+        Nearest-point (MDM) steps allowed per polish; a fit whose last polish stops there warns
+        with a ``ConvergenceWarning``. Features on very different scales slow the polish down:
+        standardise them (``sklearn.preprocessing.StandardScaler``).
     random_state : int, RandomState or None, default=None
         Seed of the tree's sampling and of the sketch.
 
@@ -95,6 +103,11 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     auto_scores_, auto_sides_ : dict
         With ``"auto"``: holdout accuracy and kept side (see ``AUTO_SIDES``) per rate; empty
         otherwise.
+    solutions_ : list of robustream.solver.Solution
+        The solve of each binary problem (one, or one per class): convex coefficients, polish run,
+        tree width, refits, convergence.
+    n_iter_ : int
+        Polish steps of the final fit (the largest over one-vs-rest problems; all refits counted).
     n_features_in_ : int
 
     Examples
@@ -128,6 +141,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         refit_rounds: int = 5,
         intercept: str = "min_error",
         tol: float = 1e-3,
+        max_iter: int = 100_000,
         random_state: Any = None,
     ):
         self.outlier_fraction = outlier_fraction
@@ -143,7 +157,12 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         self.refit_rounds = refit_rounds
         self.intercept = intercept
         self.tol = tol
+        self.max_iter = max_iter
         self.random_state = random_state
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("max_iter", 100_000)  # pickled before max_iter was a parameter
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -156,6 +175,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         if isinstance(of, str):
             if of != "auto":
                 raise ValueError(f"outlier_fraction must be a float, a pair or 'auto', got {of!r}")
+        elif isinstance(of, (bool, np.bool_)):
+            raise ValueError(f"outlier_fraction must be a float, a pair or 'auto', got {of!r}")
         elif isinstance(of, numbers.Real):
             if not 0.0 <= of < 0.5:
                 raise ValueError(f"outlier_fraction must be in [0, 0.5), got {of!r}")
@@ -164,7 +185,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 pair = tuple(of)
             except TypeError:
                 raise ValueError(f"outlier_fraction must be a float, a pair or 'auto', got {of!r}") from None
-            if len(pair) != 2 or not all(isinstance(v, numbers.Real) and 0.0 <= v < 1.0 for v in pair):
+            if len(pair) != 2 or not all(is_real(v) and 0.0 <= v < 1.0 for v in pair):
                 raise ValueError(f"outlier_fraction pair must be two floats in [0, 1), got {of!r}")
         if self.intercept not in INTERCEPT_RULES:
             raise ValueError(f"intercept must be one of {INTERCEPT_RULES}, got {self.intercept!r}")
@@ -172,20 +193,20 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         if self.sketch not in SKETCH_KINDS:
             raise ValueError(f"sketch must be one of {SKETCH_KINDS}, got {self.sketch!r}")
         sd = self.sketch_dim
-        if not (sd is None or sd == "auto" or (isinstance(sd, numbers.Integral) and sd >= 1)):
+        if not (sd is None or (isinstance(sd, str) and sd == "auto") or (is_integer(sd) and sd >= 1)):
             raise ValueError(f"sketch_dim must be a positive int, 'auto' or None, got {sd!r}")
         for name in ("tree_height", "level_width", "boosting_rounds"):
             v = getattr(self, name)
-            if not (isinstance(v, numbers.Integral) and v >= 1):
+            if not (is_integer(v) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not (isinstance(self.refit_rounds, numbers.Integral) and self.refit_rounds >= 0):
+        if not (is_integer(self.refit_rounds) and self.refit_rounds >= 0):
             raise ValueError(f"refit_rounds must be a non-negative integer, got {self.refit_rounds!r}")
-        if not 0.0 < self.delta:
-            raise ValueError(f"delta must be positive, got {self.delta!r}")
-        if not 0.0 < self.mu < 1.0:
-            raise ValueError(f"mu must be in (0, 1), got {self.mu!r}")
-        if not 0.0 < self.tol < 1.0:
-            raise ValueError(f"tol must be in (0, 1), got {self.tol!r}")
+        for name in ("delta", "mu", "tol"):  # the ranges solve() checks, named before any fit starts
+            v = getattr(self, name)
+            if not (is_real(v) and 0.0 < v < 1.0):
+                raise ValueError(f"{name} must be in (0, 1), got {v!r}")
+        if not (is_integer(self.max_iter) and self.max_iter >= 1):
+            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
 
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, X, y) -> "RGDSVC":
@@ -204,6 +225,13 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             self.outlier_fraction_ = self.outlier_fraction
             self.auto_scores_, self.auto_sides_ = {}, {}  # no candidates: not those of an earlier auto fit
         self._fit_models(X, y, self.outlier_fraction_, seed)
+        self.n_iter_ = max(sol.polish_iterations for sol in self.solutions_)
+        stopped = sum(not sol.converged for sol in self.solutions_)
+        if stopped:
+            which = "the polish" if len(self.solutions_) == 1 else f"{stopped} of {len(self.solutions_)} polishes"
+            warnings.warn(f"RGDSVC: {which} stopped at max_iter={self.max_iter} before reaching tol={self.tol}; "
+                          "the model may be off. Standardise the features, or raise max_iter or tol.",
+                          ConvergenceWarning, stacklevel=2)  # fmt: skip
         return self
 
     def _sketch_for(self, n_features: int, seed: int) -> JLSketch | None:
@@ -236,7 +264,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 sketch=self._sketch_for(X.shape[1], seed + k),
                 tree_height=self.tree_height, level_width=self.level_width,
                 boosting_rounds=self.boosting_rounds, delta=self.delta, mu=self.mu,
-                refit_rounds=self.refit_rounds, intercept=self.intercept, tol=self.tol, seed=seed + k, gram=gram,
+                refit_rounds=self.refit_rounds, intercept=self.intercept, tol=self.tol, max_iter=self.max_iter,
+                seed=seed + k, gram=gram,
             )  # fmt: skip
             coefs.append(sol.coef)
             intercepts.append(sol.intercept)

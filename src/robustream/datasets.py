@@ -51,6 +51,7 @@ import lzma
 import math
 import os
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
@@ -76,12 +77,18 @@ __all__ = [
     "read_idx",
     "read_svmlight",
     "shared_datasets_dir",
+    "UnknownDataset",
 ]
 
 Matrix = Union[np.ndarray, sp.csr_matrix]
 PathLike = Union[str, "os.PathLike[str]"]
 
 ENV_VAR = "ROBUSTREAM_DATASETS"
+
+
+class UnknownDataset(ValueError):
+    """A name that is neither a registered data set nor a file (the message lists the known names)."""
+
 #: ``load(..., dense=None)`` densifies svmlight data up to this many cells.
 DENSE_CELL_LIMIT = 50_000_000
 
@@ -141,7 +148,7 @@ def _read_bytes(path: PathLike) -> bytes:
     try:
         with opener(p, "rb") as fh:
             return fh.read()
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:  # zlib.error: a corrupt gzip stream
         raise ValueError(f"{p}: cannot decompress ({p.suffix} file): {exc}") from exc
 
 
@@ -345,13 +352,18 @@ def _is_float(s: str) -> bool:
     return True
 
 
+# what data files write for a missing value: such a field on the first line is data (left to the
+# "not a number" error), not a column name
+_MISSING_TOKENS = frozenset(["?", "na", "n/a", "nan", "null", "none", "-", "."])
+
+
 def _looks_like_header(first: Sequence[str], second: Sequence[str] | None) -> bool:
     """Guess whether the first CSV line is a header: it is if it holds text (a field that is neither
     empty nor a number) and no number at all, or text in a column that holds a number on the second
     line (a string label column does not count). A line of numbers is data: a header of numbers (the
     column numbering pandas writes for an unnamed frame) needs ``header=True``; an empty field is
     left to the "not a number" error."""
-    text = [bool(f) and not _is_float(f) for f in first]
+    text = [bool(f) and not _is_float(f) and f.lower() not in _MISSING_TOKENS for f in first]
     if not any(text):
         return False
     if not any(_is_float(f) for f in first):
@@ -425,7 +437,7 @@ def read_csv(
     n_cols = len(rows[0])
     for (lineno, _), r in zip(lines, rows):
         if len(r) != n_cols:
-            raise ValueError(f"{path}, line {lineno}: expected {n_cols} fields, got {len(r)}")
+            raise ValueError(f"{path}, line {lineno}: {len(r)} fields, but line {lines[0][0]} has {n_cols}")
     lab = label_column + n_cols if label_column < 0 else label_column
     if not 0 <= lab < n_cols:
         raise ValueError(f"label_column={label_column} is out of range for {n_cols} columns in {path}")
@@ -449,9 +461,19 @@ def read_csv(
         raise  # pragma: no cover
     line_numbers = [lineno for lineno, _ in lines]
     _check_finite(path, X, line_numbers.__getitem__, "a feature value")
+    for lineno, label in zip(line_numbers, labels):
+        if not label:
+            raise ValueError(f"{path}, line {lineno}, column {lab}: the label is empty")
     try:
         y = np.array(labels, dtype=np.float64)
     except ValueError:
+        # text labels are classes by name; numbers mixed with text are a file error ("1" next to "?"
+        # would silently become one more class, and "1" and "1.0" two classes)
+        numeric = [_is_float(label) for label in labels]
+        if any(numeric):
+            first = next(i for i, is_number in enumerate(numeric) if not is_number)
+            raise ValueError(f"{path}, line {line_numbers[first]}, column {lab}: label {labels[first]!r} is not a "
+                             f"number, but line {line_numbers[numeric.index(True)]}'s label is") from None
         y = np.array(labels, dtype=str)
     else:
         _check_finite(path, y, line_numbers.__getitem__, "the label")
@@ -496,7 +518,7 @@ def read_dense(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
         if n_cols is None:
             n_cols = len(toks)
         elif len(toks) != n_cols:
-            raise ValueError(f"{path}, line {lineno}: expected {n_cols} fields, got {len(toks)}")
+            raise ValueError(f"{path}, line {lineno}: {len(toks)} fields, but line {lines[0]} has {n_cols}")
         tokens.extend(toks)
         lines.append(lineno)
     if n_cols is None:
@@ -557,7 +579,7 @@ def read_idx(path: PathLike) -> np.ndarray:
     if len(raw) < header_end:
         raise ValueError(f"{path}: truncated IDX header")
     shape = tuple(int(v) for v in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
-    n_items = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    n_items = math.prod(shape)  # Python ints: a forged header cannot wrap around
     expected = header_end + n_items * dtype.itemsize
     if len(raw) != expected:
         raise ValueError(f"{path}: IDX size mismatch: header says {expected} bytes, file has {len(raw)}")
@@ -768,12 +790,18 @@ def _load_spec(spec: DatasetSpec, dense: bool | None, binary: bool) -> Dataset:
     elif spec.format == "idx":
         images = read_idx(paths[0])
         y_raw = read_idx(paths[1]).astype(np.int64)
+        if y_raw.ndim != 1 or images.ndim < 2 or y_raw.shape[0] != images.shape[0]:
+            raise ValueError(f"data set {spec.name!r}: {paths[0]} holds images of shape {images.shape} and "
+                             f"{paths[1]} labels of shape {y_raw.shape}: one label per image expected")
         X = images.reshape(images.shape[0], -1).astype(np.float64)
     else:  # pragma: no cover - registry is static
         raise ValueError(f"unknown format {spec.format!r}")
     if spec.keep_labels is not None:
         keep = np.isin(y_raw, np.asarray(spec.keep_labels))
         X, y_raw = X[keep], y_raw[keep]
+    if X.shape != (spec.n_samples, spec.n_features):  # a truncated, replaced or re-exported file
+        raise ValueError(f"data set {spec.name!r}: {paths[0]} gives {X.shape[0]} rows of {X.shape[1]} features, "
+                         f"the registry (MANIFEST.md) says {spec.n_samples} of {spec.n_features}")
     if spec.divisor != 1.0:
         X = X / spec.divisor
     y, classes = _encode_labels(y_raw, spec.positive_label, binary)
@@ -800,32 +828,53 @@ def _sniff_format(path: Path) -> str:
     return "svmlight"
 
 
-def _load_path(path: Path, dense: bool | None, binary: bool) -> Dataset:
+def _registered_file(path: Path) -> DatasetSpec | None:
+    """The registered one-file data set stored in ``path`` (a shared file given by its path), if any."""
+    try:
+        root, target = shared_datasets_dir().resolve(), path.resolve()
+    except OSError:
+        return None
+    for spec in DATASETS.values():
+        if len(spec.files) == 1 and (root / spec.files[0]).resolve() == target:
+            return spec
+    return None
+
+
+def _load_path(path: Path, dense: bool | None, binary: bool, label_column: int, header: bool | None) -> Dataset:
     fmt = _sniff_format(path)
     sparse_source = False
     if fmt == "svmlight":
         X, y_raw = read_svmlight(path)
         sparse_source = True
     elif fmt == "csv":
-        X, y_raw = read_csv(path, label_column=0, header=None, delimiter="\t" if _base_suffix(path) == ".tsv" else ",")
+        delimiter = "\t" if _base_suffix(path) == ".tsv" else ","
+        X, y_raw = read_csv(path, label_column=label_column, header=header, delimiter=delimiter)
     else:
         X, y_raw = read_dense(path)
     y, classes = _encode_labels(y_raw, None, binary)
     return Dataset(_format_matrix(X, dense, sparse_source), y, str(path), classes)
 
 
-def load(name_or_path: PathLike, *, dense: bool | None = None, binary: bool = True) -> Dataset:
+def load(
+    name_or_path: PathLike,
+    *,
+    dense: bool | None = None,
+    binary: bool = True,
+    label_column: int = 0,
+    header: bool | None = None,
+) -> Dataset:
     """Load a registered shared data set or a data file.
 
     Parameters
     ----------
     name_or_path : str or os.PathLike
         A name from :data:`DATASETS` (or :data:`ALIASES`), or the path of a
-        svmlight, CSV (label in the first column, header detected) or dense
-        whitespace file, optionally ``.xz``/``.gz``/``.bz2`` compressed.  The
-        format of a path is taken from its suffix (``.csv``/``.tsv``,
-        ``.dense``) or else sniffed from the first data line
-        (``idx:val`` -> svmlight, commas -> CSV, else dense).
+        svmlight, CSV or dense whitespace file, optionally
+        ``.xz``/``.gz``/``.bz2`` compressed.  The format of a path is taken
+        from its suffix (``.csv``/``.tsv``, ``.dense``) or else sniffed from
+        the first data line (``idx:val`` -> svmlight, commas -> CSV, else
+        dense).  The path of a registered shared file loads that data set, as
+        its name does (its label column, header and label mapping).
     dense : bool or None, default None
         ``None``: svmlight data are returned dense when
         ``n_samples * n_features <= 5e7`` and as CSR otherwise; other formats
@@ -835,6 +884,9 @@ def load(name_or_path: PathLike, *, dense: bool | None = None, binary: bool = Tr
         the spec's ``positive_label``; files: the larger original label ->
         ``+1``).  ``False``, or data with more than two classes, give int64
         class ids ``0..K-1`` in the order of ``Dataset.classes``.
+    label_column, header : int, bool or None, default 0, None
+        A CSV file's label column (``-1``: the last one) and header (``None``:
+        detected), as in :func:`read_csv`; other formats hold the label first.
 
     Returns
     -------
@@ -870,7 +922,10 @@ def load(name_or_path: PathLike, *, dense: bool | None = None, binary: bool = Tr
             return _load_spec(DATASETS[key], dense, binary)
     path = Path(name_or_path).expanduser()
     if path.is_file():
-        return _load_path(path, dense, binary)
+        spec = _registered_file(path)
+        if spec is not None:
+            return _load_spec(spec, dense, binary)
+        return _load_path(path, dense, binary, label_column, header)
     text = str(name_or_path)
     looks_like_path = (
         not isinstance(name_or_path, str)
@@ -883,7 +938,7 @@ def load(name_or_path: PathLike, *, dense: bool | None = None, binary: bool = Tr
             f"no such data file: {path.resolve()} (for the shared benchmark sets, set the environment "
             f"variable {ENV_VAR} to their folder and load them by name)"
         )
-    raise ValueError(f"unknown data set {text!r}; known names: {', '.join(sorted(DATASETS))}")
+    raise UnknownDataset(f"unknown data set {text!r}; known names: {', '.join(sorted(DATASETS))}")
 
 
 # --------------------------------------------------------------------------

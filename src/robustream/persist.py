@@ -3,6 +3,10 @@
 Layout: ``{"format": "robustream-model", "version": 1, "sha256": <hex of payload>, "payload": {...}}``
 where the checksum covers the canonical JSON text of the payload (sorted keys, no spaces). Floats
 round-trip exactly (JSON numbers are written with ``repr``). Writes are atomic: temp file + rename.
+
+The checksum detects damage (a torn write, a flipped bit, a hand edit that forgot it), not a
+deliberate forgery: whoever can write the file can recompute it. Loading reads JSON data only, so a
+forged file can give a wrong model but cannot run code; protect the files as you protect the model.
 """
 
 from __future__ import annotations
@@ -103,11 +107,16 @@ def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
         doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
     except (UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
         raise CorruptModelError(f"{path}: not a {format_name} file ({exc})") from None
+    except RecursionError:  # nesting deeper than the parser's recursion limit: dump never writes that
+        raise CorruptModelError(f"{path}: not a {format_name} file (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("format") != format_name:
         raise CorruptModelError(f"{path}: not a {format_name} file (format field missing or wrong)")
-    if doc.get("version") != VERSION:
-        raise CorruptModelError(f"{path}: unsupported model file version {doc.get('version')!r} (expected {VERSION})")
-    if hashlib.sha256(_canonical(doc.get("payload"))).hexdigest() != doc.get("sha256"):
+    version = doc.get("version")
+    if type(version) is not int or version != VERSION:  # not true or 1.0, which compare equal to 1
+        raise CorruptModelError(f"{path}: unsupported model file version {version!r} (expected {VERSION})")
+    if "payload" not in doc or not isinstance(doc.get("sha256"), str):
+        raise CorruptModelError(f"{path}: not a {format_name} file (payload or sha256 field missing)")
+    if hashlib.sha256(_canonical(doc["payload"])).hexdigest() != doc["sha256"]:
         raise CorruptModelError(f"{path}: checksum mismatch (the file is corrupt or was edited)")
     return doc["payload"]
 

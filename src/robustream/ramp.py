@@ -48,18 +48,18 @@ SVM on clean data.  Pass ``s=0.0`` for the paper's fully robust setting.
 
 from __future__ import annotations
 
-import numbers
 import sys
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import DataConversionWarning
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 
 from robustream.blas import single_threaded_blas
 from robustream.kernels.dual_cd import dual_cd_csr, dual_cd_dense
 from robustream.rows import as_rows
+from robustream.validation import is_integer, is_real
 
 __all__ = ["RampSolution", "ramp_svm_cccp", "ramp_objective", "RampSVC", "NotFittedError"]
 
@@ -154,6 +154,8 @@ class RampSolution:
         step (length ``n_cccp_iter + 1``); non-increasing up to solver tolerance.
     alpha : (n,) final dual variables, in the box ``[-beta_i, C - beta_i]``.
     n_epochs : dual-CD epochs of every sub-problem solved (hinge start included).
+    unconverged : the sub-problems (indices into ``n_epochs``) that stopped at
+        ``max_epochs`` with a projected gradient still at or above ``tol``.
     """
 
     coef: np.ndarray
@@ -164,10 +166,20 @@ class RampSolution:
     objective_history: np.ndarray = field(default_factory=lambda: np.empty(0))
     alpha: np.ndarray = field(default_factory=lambda: np.empty(0))
     n_epochs: list = field(default_factory=list)
+    unconverged: list = field(default_factory=list)
+
+
+def _largest_projected_gradient(X, y, w, b, alpha, lower, upper) -> float:
+    """max |PG_i| of the box-constrained dual at ``alpha``: dual CD's own stopping quantity, over every
+    coordinate (a solve that used its last epoch may or may not have reached ``tol``)."""
+    grad = y * (np.asarray(X @ w).ravel() + b) - 1.0
+    pg = np.where(alpha <= lower, np.minimum(grad, 0.0), np.where(alpha >= upper, np.maximum(grad, 0.0), grad))
+    pg[upper <= lower] = 0.0  # a fixed coordinate
+    return float(np.max(np.abs(pg))) if pg.size else 0.0
 
 
 def _check_seed(seed):
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+    if not is_integer(seed):
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
     seed = int(seed)
     if not 0 <= seed < 2**63:
@@ -248,12 +260,18 @@ def ramp_svm_cccp(
     def J(w, b):
         return ramp_objective(X, y, w, b, C=C, s=s, bias_scale=bias_scale)
 
-    epochs = []
+    epochs, unconverged = [], []
+
+    def note(ep, alpha, w, b, lower, upper):
+        epochs.append(int(ep))
+        if ep >= max_epochs and _largest_projected_gradient(X, y, w, b, alpha, lower, upper) >= tol:
+            unconverged.append(len(epochs) - 1)
+
     alpha = np.zeros(n)
     if isinstance(init, str) and init == "hinge":
         beta = np.zeros(n)
         alpha, w, b, ep = solve(beta, np.full(n, C), alpha, 0)
-        epochs.append(int(ep))
+        note(ep, alpha, w, b, beta, np.full(n, C))
     elif isinstance(init, str):
         raise ValueError(f"init must be 'hinge' or a (coef, intercept) pair; got {init!r}")
     else:
@@ -283,7 +301,7 @@ def ramp_svm_cccp(
         alpha = np.minimum(np.maximum(alpha, lower), upper)
         n_iter += 1
         alpha, w, b, ep = solve(lower, upper, alpha, n_iter)
-        epochs.append(int(ep))
+        note(ep, alpha, w, b, lower, upper)
         history.append(J(w, b))
 
     z = _margins(X, y, w, b)
@@ -296,6 +314,7 @@ def ramp_svm_cccp(
         objective_history=np.asarray(history),
         alpha=alpha,
         n_epochs=epochs,
+        unconverged=unconverged,
     )
 
 
@@ -319,6 +338,9 @@ class RampSVC:
         paper's "fully robust" setting.
     max_cccp_iter : int, default 30 -- maximum CCCP steps.
     tol : float, default 1e-4 -- tolerance of the inner dual coordinate descent.
+    max_epochs : int, default 1000 -- epoch cap of each inner dual coordinate
+        descent; a fit with a sub-problem stopped there warns with a
+        ``ConvergenceWarning`` (standardise the features, or raise it).
     random_state : None, int, numpy Generator or RandomState -- seeds the
         coordinate order of the inner solver.
 
@@ -326,7 +348,9 @@ class RampSVC:
     ----------
     coef_ : (1, n_features), intercept_ : (1,), classes_ : (2,),
     outlier_mask_ : (n_samples,) bool, n_iter_ : int (CCCP steps),
-    converged_ : bool, objective_history_ : ndarray, n_features_in_ : int.
+    converged_ : bool (the outlier set stopped changing), n_epochs_ : list of
+    int (dual CD epochs per sub-problem, the hinge start first),
+    objective_history_ : ndarray, n_features_in_ : int.
 
     The intercept is learned through a constant feature of value 1 and is
     regularised, like ``LinearSVC(intercept_scaling=1)``.  Binary problems
@@ -348,14 +372,19 @@ class RampSVC:
     True
     """
 
-    _param_names = ("C", "s", "max_cccp_iter", "tol", "random_state")
+    _param_names = ("C", "s", "max_cccp_iter", "tol", "max_epochs", "random_state")
 
-    def __init__(self, C=1.0, s=-1.0, max_cccp_iter=30, tol=1e-4, random_state=None):
+    def __init__(self, C=1.0, s=-1.0, max_cccp_iter=30, tol=1e-4, max_epochs=1000, random_state=None):
         self.C = C
         self.s = s
         self.max_cccp_iter = max_cccp_iter
         self.tol = tol
+        self.max_epochs = max_epochs
         self.random_state = random_state
+
+    def __setstate__(self, state):
+        state.setdefault("max_epochs", 1000)  # pickled before max_epochs was a parameter
+        self.__dict__.update(state)
 
     # -- scikit-learn protocol -------------------------------------------------
 
@@ -400,7 +429,7 @@ class RampSVC:
             return int(rs.integers(0, 2**31 - 1))
         if isinstance(rs, np.random.RandomState):
             return int(rs.randint(0, 2**31 - 1))
-        if isinstance(rs, numbers.Integral) and not isinstance(rs, (bool, np.bool_)):
+        if is_integer(rs):
             if rs < 0:
                 raise ValueError(f"random_state must be non-negative; got {rs}")
             return int(rs)
@@ -410,14 +439,17 @@ class RampSVC:
 
     def _check_params(self):
         C, s, it, tol = self.C, self.s, self.max_cccp_iter, self.tol
-        if not (isinstance(C, numbers.Real) and np.isfinite(C) and C > 0):
+        if not (is_real(C) and np.isfinite(C) and C > 0):
             raise ValueError(f"C must be a positive finite number; got {C!r}")
-        if not (isinstance(s, numbers.Real) and not np.isnan(s) and s < 1):
+        if not (is_real(s) and not np.isnan(s) and s < 1):
             raise ValueError(f"s must be a number < 1 (the ramp break point); got {s!r}")
-        if not (isinstance(it, numbers.Integral) and it >= 0):
+        if not (is_integer(it) and it >= 0):
             raise ValueError(f"max_cccp_iter must be a non-negative integer; got {it!r}")
-        if not (isinstance(tol, numbers.Real) and np.isfinite(tol) and tol > 0):
+        if not (is_real(tol) and np.isfinite(tol) and tol > 0):
             raise ValueError(f"tol must be a positive number; got {tol!r}")
+        me = self.max_epochs
+        if not (is_integer(me) and me >= 1):
+            raise ValueError(f"max_epochs must be a positive integer; got {me!r}")
 
     def fit(self, X, y):
         """Fit on ``X`` (dense or sparse, (n_samples, n_features)) and binary ``y``."""
@@ -471,14 +503,19 @@ class RampSVC:
         y_pm = np.where(y_idx.ravel() == 1, 1.0, -1.0)
         sol = ramp_svm_cccp(
             X, y_pm, C=float(self.C), s=float(self.s), max_cccp_iter=int(self.max_cccp_iter),
-            tol=float(self.tol), bias_scale=1.0, seed=self._seed(),
+            tol=float(self.tol), max_epochs=int(self.max_epochs), bias_scale=1.0, seed=self._seed(),
         )
+        if sol.unconverged:
+            warnings.warn(f"RampSVC: {len(sol.unconverged)} of {len(sol.n_epochs)} dual coordinate descent solves stopped at "
+                          f"max_epochs={self.max_epochs} before reaching tol={self.tol}; the model may be off. "
+                          "Standardise the features, or raise max_epochs or tol.", ConvergenceWarning, stacklevel=2)
         self.classes_ = classes
         self.coef_ = sol.coef.reshape(1, -1)
         self.intercept_ = np.array([sol.intercept])
         self.outlier_mask_ = sol.outlier_mask
         self.n_iter_ = sol.n_cccp_iter
         self.converged_ = sol.converged
+        self.n_epochs_ = list(sol.n_epochs)
         self.objective_history_ = sol.objective_history
         self.n_features_in_ = d
         return self

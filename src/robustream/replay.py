@@ -80,6 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", default="5", metavar="N", help="number of seeds 0..N-1 per flip rate (default 5)")
     parser.add_argument("--max-samples", default=None, metavar="N",
                         help="use a random subsample of N rows of the data set (default: all)")
+    parser.add_argument("--label-column", default="0", metavar="N",
+                        help="a CSV file's label column, -1 for the last one (default 0; a registered shared "
+                             "file, given by name or path, knows its own)")
     parser.add_argument("--no-scale", action="store_true",
                         help="do not put river's StandardScaler (MaxAbsScaler for sparse data) in front of the learner")
     parser.add_argument("--out", default="replay-out", metavar="DIR", help="output folder (default ./replay-out)")
@@ -130,14 +133,14 @@ def _positive_int(option: str, text: str | None) -> int | None:
 # ------------------------------------------------------------------------------------------------
 # data
 # ------------------------------------------------------------------------------------------------
-def _load(name: str):
+def _load(name: str, label_column: int = 0):
     from . import datasets
 
     if name == "synthetic" and not Path(name).exists():
         X, y = datasets.make_gaussian_classes((1000, 3000), d=100, seed=0)
         return datasets.Dataset(X, y, "synthetic", (-1.0, 1.0))
     try:
-        return datasets.load(name)
+        return datasets.load(name, label_column=label_column)
     except (FileNotFoundError, ValueError) as exc:
         raise ReplayError(f"DATASET {name}: {exc}") from None
     except (OSError, EOFError, UnicodeError) as exc:
@@ -410,18 +413,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .learners.registry import make_learner, parse_params
+    from .learners.registry import learner_flags, parse_params, trial_learner
 
     flips = parse_flips(args.flip)
     n_seeds = _positive_int("--seeds", args.seeds)
     max_samples = _positive_int("--max-samples", args.max_samples)
+    try:
+        label_column = int(str(args.label_column))
+    except ValueError:
+        raise ReplayError(f"--label-column {args.label_column}: not an integer") from None
     if args.noise not in ("uniform", "adversarial"):
         raise ReplayError(f"--noise {args.noise}: must be uniform or adversarial")
     try:
         params = parse_params(args.param)
-        make_learner(args.learner, params)  # fail before loading anything
     except ValueError as exc:
         raise ReplayError(str(exc)) from None
+    try:  # fail before loading anything
+        trial_learner(args.learner, params, True)
+    except ValueError as exc:
+        raise ReplayError(f"{learner_flags(args.learner, args.param)}: {exc}") from None
     plt = None
     if not args.no_plots:
         try:
@@ -434,7 +444,7 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ReplayError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
 
-    data = _load(args.dataset)
+    data = _load(args.dataset, label_column)
     if data.n_samples == 0:
         raise ReplayError(f"DATASET {data.name}: no rows")
     if len(data.classes) < 2:
@@ -529,6 +539,8 @@ def _command(args: argparse.Namespace) -> str:
     parts += ["--noise", args.noise, "--seeds", str(args.seeds), "--out", str(args.out)]
     if args.max_samples is not None:
         parts += ["--max-samples", str(args.max_samples)]
+    if str(args.label_column) != "0":
+        parts += ["--label-column", str(args.label_column)]
     parts += [f"--{flag.replace('_', '-')}" for flag in ("no_scale", "no_plots", "quiet") if getattr(args, flag)]
     return " ".join(shlex.quote(p) for p in parts)
 

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from .kernels import jl
 from .rows import as_rows
+from .validation import is_integer
 
 SKETCH_KINDS = ("gaussian", "achlioptas", "srht", "hashed")
 AUTO_SKETCH_ABOVE, AUTO_SKETCH_DIM = 512, 128  # sketch_dim="auto": k = 128 for more than 512 features
@@ -78,6 +79,7 @@ class JLSketch:
     Examples
     --------
     >>> import numpy as np
+    >>> from robustream import JLSketch
     >>> sk = JLSketch(sketch_dim=8, kind="hashed", seed=1)
     >>> X = np.eye(3)
     >>> Z = sk.transform(X)
@@ -102,11 +104,14 @@ class JLSketch:
     def _validate(self) -> None:
         if self.kind not in SKETCH_KINDS:
             raise ValueError(f"sketch kind must be one of {SKETCH_KINDS}, got {self.kind!r}")
-        if not isinstance(self.sketch_dim, (int, np.integer)) or self.sketch_dim < 1:
+        if not is_integer(self.sketch_dim) or self.sketch_dim < 1:
             raise ValueError(f"sketch_dim must be a positive integer, got {self.sketch_dim!r}")
-        if not isinstance(self.hash_nnz, (int, np.integer)) or not 1 <= self.hash_nnz <= self.sketch_dim:
-            raise ValueError(f"hash_nnz must be an integer in [1, sketch_dim], got {self.hash_nnz!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**63:
+        if not is_integer(self.hash_nnz) or self.hash_nnz < 1:
+            raise ValueError(f"hash_nnz must be a positive integer, got {self.hash_nnz!r}")
+        if self.kind == "hashed" and self.hash_nnz > self.sketch_dim:  # the other kinds do not read it
+            raise ValueError(f"hash_nnz must be at most sketch_dim ({self.sketch_dim}) for the hashed sketch, "
+                             f"got {self.hash_nnz!r}")
+        if not is_integer(self.seed) or not 0 <= self.seed < 2**63:
             raise ValueError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
 
     # -- construction -------------------------------------------------------------------------

@@ -16,7 +16,8 @@ Steps (labels in {-1, +1}; P = positive rows, Q = negative rows):
    (``polish_space="full"``) only the tree runs on the sketch and the polish runs on the
    full-dimension rows of the inliers it found; ``polish_space="sketch"`` polishes on the sketch
    too and maps those convex coefficients back.
-5. Intercept: the bisector of the two nearest points; then re-mark the ``floor(gamma_c n_c)``
+5. Intercept: by default (``"min_error"``) the threshold along ``w`` with the fewest misclassified
+   inliers (``"bisector"``: halfway between the two nearest points); then re-mark the ``floor(gamma_c n_c)``
    lowest-margin rows of each class as outliers and polish again, until the outlier set is stable
    (each such step is one CCCP step of the ramp loss, started from the tree's global search).
 """
@@ -24,7 +25,6 @@ Steps (labels in {-1, +1}; P = positive rows, Q = negative rows):
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +36,7 @@ from .kernels.rgd_tree import rgd_tree, samples_per_node
 from .kernels.selection import trimmed_widths
 from .rows import as_rows
 from .sketch import JLSketch
+from .validation import is_integer, is_real
 
 POLISH_MODES = ("hard", "soft", "auto")
 INTERCEPT_RULES = ("bisector", "min_error")
@@ -74,14 +75,14 @@ def check_polish(polish: str, nu: float) -> None:
     """
     if polish not in POLISH_MODES:
         raise ValueError(f"polish must be one of {POLISH_MODES}, got {polish!r}")
-    if not (isinstance(nu, numbers.Real) and not isinstance(nu, bool) and 0.0 < nu <= 1.0):
+    if not (is_real(nu) and 0.0 < nu <= 1.0):
         raise ValueError(f"nu must be in (0, 1], got {nu!r}")
 
 
 def _check_pair(outlier_fraction) -> None:
     """``solve``'s ``outlier_fraction``: a pair of per-class shares in [0, 1)."""
     ok = isinstance(outlier_fraction, (tuple, list, np.ndarray)) and len(outlier_fraction) == 2 and all(
-        isinstance(g, numbers.Real) and not isinstance(g, bool) and 0.0 <= g < 1.0 for g in outlier_fraction
+        is_real(g) and 0.0 <= g < 1.0 for g in outlier_fraction
     )
     if not ok:
         raise ValueError(
@@ -224,17 +225,57 @@ def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     return min(better)[1] if better else "both"
 
 
-@single_threaded_blas()
-def gram_matrix(X) -> np.ndarray:
-    """``X @ X.T`` as a dense array (``X`` dense or sparse), on the rows as :func:`solve` reads them
-    and with one BLAS thread as there, so a matrix shared by several solves is the one each of them
-    would compute.
+def row_offset(X) -> np.ndarray | None:
+    """The point :func:`solve` moves dense rows to the origin from: their mean, when it lies farther
+    from the origin than the rows spread around it (``|mean|^2 > sum of the column variances``);
+    None otherwise, and for sparse rows (centring would fill them in).
 
-    >>> gram_matrix(np.array([[1.0, 2.0], [0.0, 3.0]]))
-    array([[5., 6.],
-           [6., 9.]])
+    Moving every row by the same vector leaves the Minkowski difference of the classes, hence ``w``,
+    the margin and the outliers, as they are; only the intercept moves. What it changes is the
+    rounding: the polish reads distances as ``|p|^2 + |q|^2 - 2 p.q``, which loses every digit
+    below the offset's when the offset dwarfs the spread (a timestamp, a price, a coordinate).
+
+    >>> row_offset(np.array([[1000.0, 1.0], [1002.0, -1.0]]))
+    array([1001.,    0.])
+    >>> row_offset(np.array([[1.0, 1.0], [-1.0, -2.0]])) is None  # centred enough already
+    True
     """
-    X = as_rows(X)
+    if sp.issparse(X) or X.shape[0] < 2:
+        return None
+    mean = X.mean(axis=0)
+    spread = 0.0
+    for start in range(0, X.shape[0], 4096):  # block by block: no second copy of a large X
+        block = X[start : start + 4096] - mean
+        spread += float(np.einsum("ij,ij->", block, block))
+    spread /= X.shape[0]
+    return mean if 0.0 < spread < float(mean @ mean) else None
+
+
+def _centred(X):
+    """``(rows, offset)``: the rows as :func:`solve` works on them and the :func:`row_offset` they were moved by."""
+    offset = row_offset(X)
+    return (X, None) if offset is None else (X - offset, offset)
+
+
+def gram_matrix(X) -> np.ndarray:
+    """The Gram matrix :func:`solve` works with, to share between solves on the same rows ``X``
+    (dense or sparse): ``Z @ Z.T`` with ``Z = X - row_offset(X)`` when :func:`row_offset` moves the
+    rows, else ``X @ X.T``; a dense array, computed with one BLAS thread as in :func:`solve`.
+
+    >>> gram_matrix(np.array([[1.0, 2.0], [0.0, -3.0]]))  # centred enough: X @ X.T
+    array([[ 5., -6.],
+           [-6.,  9.]])
+    >>> gram_matrix(np.array([[101.0, 2.0], [100.0, 3.0]]))  # moved to their mean (100.5, 2.5) first
+    array([[ 0.5, -0.5],
+           [-0.5,  0.5]])
+    """
+    X, _ = _centred(as_rows(X))
+    return _row_products(X)
+
+
+@single_threaded_blas()
+def _row_products(X) -> np.ndarray:
+    """``X @ X.T`` as a dense array, rows as they are, with one BLAS thread (as in :func:`solve`)."""
     if sp.issparse(X):
         return np.asarray((X @ X.T).toarray())
     return X @ X.T
@@ -275,17 +316,14 @@ def nearest_point(
     """
     n = sign.shape[0]
     sign = sign.astype(np.float64)
-    if coef0 is None:
-        coef = np.zeros(n)
-        for s in (1.0, -1.0):
-            members = sign == s
-            coef[members] = 1.0 / members.sum()
+    if coef0 is None:  # uniform over the rows that may carry a coefficient (cap > 0)
+        coef = _feasible_start(sign, cap > 0.0, cap, None, X)
     else:
         coef = coef0.astype(np.float64).copy()
     w = _combine(X, sign, coef)
     steps = 0
     if gram is not None or n <= full_gram_rows:
-        K = gram_matrix(X) if gram is None else gram
+        K = _row_products(X) if gram is None else gram
         row_sq = np.diag(K)
         # projections through w (O(n d)) rather than K (O(n^2)): K is read only by the MDM steps
         g = sign * _matvec(X, w)
@@ -311,7 +349,7 @@ def nearest_point(
             return coef, steps, True
         ws = _working_set(g, sign, coef, cap, m_half)
         Xw = X[ws]
-        K = gram_matrix(Xw)
+        K = _row_products(Xw)
         budget = min(50 * ws.size, max(1, max_iter - steps))
         new_c, _, _, it = mdm_gram(K, g[ws], sign[ws], coef[ws], cap[ws], ww, max(0.5 * tol * ww, floor), budget)
         delta = new_c - coef[ws]
@@ -519,15 +557,15 @@ def solve(
     for name, value, low in (("tree_height", tree_height, 0), ("level_width", level_width, 1),
                              ("boosting_rounds", boosting_rounds, 0), ("refit_rounds", refit_rounds, 0),
                              ("max_iter", max_iter, 1)):  # fmt: skip
-        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low):
+        if not (is_integer(value) and value >= low):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     for name, value in (("n_samples", n_samples), ("tree_rows", tree_rows)):
         if value is None:
             continue
-        if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1):
+        if not (is_integer(value) and value >= 1):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
     for name, value in (("delta", delta), ("mu", mu), ("tol", tol)):
-        if not (isinstance(value, numbers.Real) and 0.0 < value < 1.0):
+        if not (is_real(value) and 0.0 < value < 1.0):
             raise ValueError(f"{name} must be in (0, 1), got {value!r}")
     X = as_rows(X)
     sign = np.asarray(y, dtype=np.float64)
@@ -547,6 +585,7 @@ def solve(
         # products of rows (the Gram matrix, w.w) would underflow to 0 or overflow in float64
         raise ValueError(f"X: the largest absolute value is {largest:.3g}, outside [{VALUE_RANGE[0]:g}, "
                          f"{VALUE_RANGE[1]:g}]; rescale the features (for example, standardise them)")
+    X, offset = _centred(X)  # un-centred dense rows: the same w, without the rounding of the offset
     g_pos, g_neg = outlier_fraction
     n_discard = {
         1.0: min(int(math.floor(g_pos * n_pos + 1e-9)), n_pos - 1),
@@ -564,10 +603,12 @@ def solve(
                 f"{dense_bytes / 2**30:.1f} GiB; run the tree on a JL sketch (RGDSVC(sketch_dim='auto') or an int), "
                 f"or set tree_height=0"
             )
-        Z = X.toarray()
-    else:
+    if sketch is None:
         Z = X
-    ZP, ZQ = Z[pos], Z[~pos]
+    # sparse rows for the tree: densified class by class (one dense copy of the rows, not two)
+    densified = sp.issparse(Z) and tree_height > 0
+    ZP, ZQ = (X[pos].toarray(), X[~pos].toarray()) if densified else (Z[pos], Z[~pos])
+    class_rows = (ZP, ZQ) if densified else None
     root = None
     if warm_start is not None and np.any(warm_start):
         w0 = np.asarray(warm_start, dtype=np.float64)
@@ -602,7 +643,12 @@ def solve(
             tree_height=tree_height, level_width=level_width, n_samples=n_samples,
             delta=delta, boosting_rounds=boosting_rounds, tol=tol, seed=seed,
         )  # fmt: skip
-        proj = _matvec(Z, direction)
+        if densified:  # the dense rows of each class, as before the tree's subsample
+            proj = np.empty(sign.shape[0])
+            proj[pos], proj[~pos] = _matvec(class_rows[0], direction), _matvec(class_rows[1], direction)
+            del class_rows
+        else:
+            proj = _matvec(Z, direction)
     else:  # no search: the inliers are trimmed along the root
         direction, n_nodes = root, 1
         proj = _matvec(Z, root)
@@ -631,7 +677,7 @@ def solve(
         rows = Z if space == "sketch" else X
         if sign.shape[0] <= FULL_GRAM_ROWS:
             if space not in grams:
-                grams[space] = gram_matrix(rows)
+                grams[space] = _row_products(rows)  # the rows as this solve works on them
             # rows with cap 0 never move, so the full matrix serves every inlier set without a copy
             return nearest_point(rows, sign, cap, start, tol=tol, max_iter=max_iter, gram=grams[space])
         idx = np.flatnonzero(cap > 0.0)
@@ -695,6 +741,8 @@ def solve(
     w = _combine(X, sign, coef)
     proj = _matvec(X, w)
     b = _intercept(proj, sign, coef, inl, intercept)
+    if offset is not None:  # w.(x - offset) + b = w.x + (b - w.offset)
+        b -= float(w @ offset)
     return Solution(
         coef=w,
         intercept=b,

@@ -42,7 +42,7 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("checkpoint-keep", "int", 3, "checkpoints kept on disk (older ones are deleted)"),
     ("metrics-host", "str", "127.0.0.1", "bind address of the Prometheus endpoint"),
     ("metrics-port", "int", 9108, "port of the Prometheus endpoint (0: any free port)"),
-    ("learner", "str", "rgd", "rgd, coreset, ramp, ordi or river:<Class>"),
+    ("learner", "str", "rgd", "rgd, coreset, ramp, ordi or river:<Class> (e.g. river:LogisticRegression)"),
     ("param", "list", [], "learner parameter key=value (repeatable)"),
     ("max-features", "int", 10000, "messages with more features go to the dead-letter topic"),
     ("max-message-bytes", "int", 1_000_000, "larger messages go to the dead-letter topic"),
@@ -54,7 +54,8 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("security-protocol", "str", "PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
     ("sasl-mechanism", "str", None, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI, OAUTHBEARER or AWS_MSK_IAM"),
     ("sasl-plain-username", "str", None, "SASL username"),
-    ("sasl-plain-password", "str", None, "SASL password (prefer the environment variable)"),
+    ("sasl-plain-password", "str", None, "SASL password (prefer the environment variable "
+                                         "ROBUSTREAM_SASL_PLAIN_PASSWORD: a command line is visible to other users)"),
     ("ssl-cafile", "str", None, "CA file for SSL"),
     ("ssl-certfile", "str", None, "client certificate for SSL"),
     ("ssl-keyfile", "str", None, "client key for SSL"),
@@ -106,9 +107,16 @@ def _dest(flag: str) -> str:
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add every serve flag with default ``None`` so that unset flags can be filled by env/file."""
+    parser.description = ("Run the Kafka consumer daemon: predict every input message, learn from the labelled "
+                          "ones, produce the predictions, checkpoint and commit, and serve Prometheus metrics.")
+    parser.epilog = ("Every option can also come from the environment, ROBUSTREAM_<OPTION> with dashes as "
+                     "underscores (e.g. ROBUSTREAM_BOOTSTRAP_SERVERS=broker:9092; repeated options as a "
+                     "comma-separated list), or from the TOML file of --config (keys as the option names). "
+                     "Precedence: command line > environment > file > default.")
     parser.add_argument("--config", help="TOML file with any of the options below")
     for flag, kind, default, text in SERVE_OPTIONS:
-        help_text = f"{text} (default: {default!r})" if default not in (None, []) else text
+        shown = ",".join(default) if kind == "csv" else default  # --labels 0,1, as it is typed
+        help_text = f"{text} (default: {shown})" if default not in (None, []) else text
         if kind == "list":
             parser.add_argument(f"--{flag}", action="append", default=None, metavar="KEY=VALUE", help=help_text)
         elif kind == "bool":
@@ -123,7 +131,9 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flip", type=float, default=0.15, help="share of flipped labels (default: 0.15)")
     parser.add_argument("--max-samples", type=int, default=6000, help="replay at most this many messages")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of the input topic (default: 2)")
-    parser.add_argument("--learner", default="rgd", help="rgd, coreset, ramp, ordi or river:<Class>")
+    parser.add_argument("--learner", default="rgd",
+                        help="rgd, coreset, ramp, ordi or river:<Class> (default: rgd, with outlier_fraction=auto "
+                             "unless a --param sets it: the demo's learner is not told the flip rate either)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="learner parameter")
     parser.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (default: any free port)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and the flips")

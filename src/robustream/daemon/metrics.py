@@ -160,7 +160,8 @@ class DaemonMetrics:
             "robustream_outputs_dropped", "Outputs no broker accepts even as a minimal dead letter (see the log)",
             registry=r,
         )  # fmt: skip
-        self.margin_width = Gauge("robustream_margin_width", "Margin width after the last rebuild", registry=r)
+        self.margin_width = Gauge("robustream_margin_width", "Margin width after the last rebuild (negative when the "
+                                  "kept rows of the two classes overlap: a soft margin)", registry=r)
         self.outlier_rate = Gauge(
             "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers", registry=r
         )

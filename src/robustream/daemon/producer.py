@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 import scipy.sparse as sp
 
-from ..datasets import load, make_gaussian_classes
+from ..datasets import UnknownDataset, load, make_gaussian_classes
 from ..evaluate import noisy_stream
 
 SYNTHETIC = "synthetic"
@@ -28,7 +28,10 @@ def _rows(dataset: str, seed: int, max_samples: int | None) -> Iterator[tuple[di
     if dataset == SYNTHETIC:
         X, y = make_gaussian_classes((max_samples or 5000) // 2, seed=seed)
     else:
-        ds = load(dataset)
+        try:
+            ds = load(dataset)
+        except UnknownDataset as exc:  # the generator is one more choice here
+            raise UnknownDataset(f"{exc}, or {SYNTHETIC!r} (the built-in generator)") from None
         X, y = ds.X, ds.y
         if len(np.unique(y)) != 2:
             raise ValueError(f"--dataset {dataset}: {len(np.unique(y))} classes; the demo replays binary data sets")

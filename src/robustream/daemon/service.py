@@ -20,6 +20,7 @@ import math
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 import zlib
@@ -30,7 +31,7 @@ from kafka.errors import KafkaConfigurationError, KafkaError, MessageSizeTooLarg
 from kafka.structs import OffsetAndMetadata
 from prometheus_client import start_http_server
 
-from ..learners.registry import make_learner
+from ..learners.registry import learner_flags, make_learner, trial_learner
 from .checkpoint import CheckpointStore
 from .state import StateError, decode_state, encode_state
 from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json, encode_prediction
@@ -94,9 +95,53 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
     root.setLevel(level.upper())
     root.propagate = False
     kafka_log = logging.getLogger("kafka")
-    kafka_log.handlers[:] = [handler]
+    kafka_handler = logging.StreamHandler(sys.stderr)
+    kafka_handler.setFormatter(handler.formatter)
+    if level.upper() != "DEBUG":
+        # an unreachable broker makes kafka-python log the same connection error several times a second,
+        # which buries the daemon's own one-line warnings: each kind once per REPEAT_SECONDS
+        kafka_handler.addFilter(_OncePer(REPEAT_SECONDS))
+    kafka_log.handlers[:] = [kafka_handler]
     kafka_log.setLevel(logging.ERROR if level.upper() != "DEBUG" else logging.INFO)
     kafka_log.propagate = False
+
+
+REPEAT_SECONDS = 60.0
+
+
+class _OncePer(logging.Filter):
+    """Lets a record through once per ``seconds`` for each kind: logger, message template and the types
+    of the errors among its arguments (kafka-python shares templates such as "Error sending %s to node
+    %s [%s]" between errors). The next one let through says how many were held back."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+        self._last: dict[tuple, float] = {}
+        self._held: dict[tuple, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        key = (record.name, str(record.msg), tuple(type(a).__name__ for a in args if isinstance(a, BaseException)))
+        now = time.monotonic()
+        if now - self._last.get(key, -math.inf) < self.seconds:
+            self._held[key] = self._held.get(key, 0) + 1
+            return False
+        if len(self._last) > 1000:  # kinds are few; this only bounds a pathological logger
+            self._last.clear()
+            self._held.clear()
+        self._last[key] = now
+        held = self._held.pop(key, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} more like this in the last {self.seconds:.0f} s not shown)"
+        return True
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message``, once: kafka-python's errors already start their text with their type's name."""
+    text = str(exc)
+    name = type(exc).__name__
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
 def _split_client_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -153,7 +198,13 @@ class Daemon:
             # request or the metrics stay responsive while the brokers are unreachable
             if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG:
                 settings.setdefault("bootstrap_timeout_ms", 5000)
-        self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
+        try:
+            self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
+            with tempfile.TemporaryFile(dir=cfg.checkpoint_dir):  # writable: found now, not at the first checkpoint
+                pass
+        except OSError as exc:
+            problem = "a file, not a folder" if os.path.isfile(cfg.checkpoint_dir) else exc.strerror or str(exc)
+            raise ValueError(f"--checkpoint-dir {cfg.checkpoint_dir}: cannot keep checkpoints there ({problem})") from None
         self._fell_back = False
         # after a fallback to an older checkpoint: the partitions this member may take back to that
         # checkpoint's offsets, each decided once (see _seek_to_checkpoint)
@@ -194,11 +245,8 @@ class Daemon:
     def _learner_meta(self) -> dict:
         return {"learner": self.cfg.learner, "params": self.cfg.learner_params, "labels": self.labels.values}
 
-    def _new_model(self, trial: bool = False) -> Any:
-        params = self.cfg.learner_params
-        if trial and "rebuild_lag" in params:
-            params = {**params, "rebuild_lag": 0}  # a trial must not start the rebuild worker process
-        return make_learner(self.cfg.learner, params, multiclass=not self.labels.binary)
+    def _new_model(self) -> Any:
+        return make_learner(self.cfg.learner, self.cfg.learner_params, multiclass=not self.labels.binary)
 
     def _restore(self) -> tuple[Any, dict[tuple[str, int], int]]:
         def corrupt(path, reason):
@@ -207,8 +255,9 @@ class Daemon:
 
         ckpt = self.store.load_latest(on_corrupt=corrupt)
         if ckpt is None:
+            model = self._checked_new_model()
             log.info("no checkpoint in %s: starting a new %s model", self.cfg.checkpoint_dir, self.cfg.learner)
-            return self._checked_new_model(), {}
+            return model, {}
         made_by = {k: ckpt.meta.get(k) for k in ("learner", "params", "labels")}
         if made_by != json.loads(json.dumps(self._learner_meta())):
             raise ValueError(
@@ -227,16 +276,13 @@ class Daemon:
         """A new model, once it has shown that it can learn, predict and be checkpointed: a learner
         parameter of the wrong type, or a model whose state could not be loaded back, stops the
         daemon at start-up (exit 2) instead of failing every labelled message or every restart."""
-        where = f"--learner {self.cfg.learner}" + "".join(f" --param {p}" for p in self.cfg.values["param"])
+        where = learner_flags(self.cfg.learner, self.cfg.values["param"])
         try:
-            model, trial = self._new_model(), self._new_model(trial=True)
-        except (ValueError, TypeError) as exc:  # a parameter the learner's constructor refuses
+            model = self._new_model()
+            trial = trial_learner(self.cfg.learner, self.cfg.learner_params, self.labels.to_internal(self.labels.values[0]),
+                                  multiclass=not self.labels.binary)  # fmt: skip
+        except (ValueError, TypeError) as exc:  # a parameter the learner refuses, at once or on a first message
             raise ValueError(f"{where}: {exc}") from None
-        try:
-            trial.learn_one({"x": 1.0}, self.labels.to_internal(self.labels.values[0]))
-            trial.predict_proba_one({"x": 1.0})
-        except Exception as exc:  # noqa: BLE001 - any failure here is a configuration error
-            raise ValueError(f"{where}: the model fails on a first message ({type(exc).__name__}: {exc})") from None
         try:
             decode_state(encode_state(trial))
         except StateError as exc:
@@ -642,7 +688,7 @@ class Daemon:
         self._failed_step = what
         self.metrics.broker_errors.inc()
         self._retry_at = time.monotonic() + self._backoff
-        log.warning("broker trouble while %s (%s: %s); retrying in %.1f s", what, type(exc).__name__, exc,
+        log.warning("broker trouble while %s (%s); retrying in %.1f s", what, describe(exc),
                     self._backoff)  # fmt: skip
         self._backoff = min(self._backoff * 2, 30.0)
 
@@ -738,11 +784,11 @@ class Daemon:
                 # the clients check their settings when built (AssertionError, ValueError for an unknown
                 # codec, ...): a bad setting, which retrying cannot mend
                 self.close()
-                problem = f"{type(exc).__name__}: {exc}"
+                problem = describe(exc)
                 raise ClientSettingsError(f"kafka-python refuses the client settings: {problem}") from None
             except KafkaError as exc:
                 self.metrics.broker_errors.inc()
-                log.warning("cannot reach the brokers (%s: %s); retrying in %.1f s", type(exc).__name__, exc, backoff)
+                log.warning("cannot reach the brokers (%s); retrying in %.1f s", describe(exc), backoff)
                 for client in (self.producer, self.consumer):
                     if client is not None:
                         try:

@@ -107,7 +107,7 @@ def gilbert(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, tol: float, max_
 
 
 def gilbert_reference(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, tol: float, max_iter: int):
-    """NumPy reference for :func:`gilbert` (same steps)."""
+    """NumPy reference for :func:`gilbert`: the same steps in exact arithmetic (see :func:`mdm_reference`)."""
     coef = coef0.astype(np.float64).copy()
     w = X.T @ (sign * coef)
     pos = sign > 0
@@ -227,7 +227,12 @@ def mdm(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, cap: np.ndarray, tol
 
 
 def mdm_reference(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, cap: np.ndarray, tol: float, max_iter: int):
-    """NumPy reference for :func:`mdm` (same steps, same tie rules)."""
+    """NumPy reference for :func:`mdm`: the same steps and tie rules in exact arithmetic.
+
+    BLAS sums in another order than the kernel's loops, so on rows with exact ties (integer or
+    binary features) the two can round a tie apart and step through different rows of equal value;
+    they reach the same optimum (tests: steps on continuous data, the optimum on tied data).
+    """
     coef = coef0.astype(np.float64).copy()
     w = X.T @ (sign * coef)
     g = sign * (X @ w)
@@ -340,7 +345,7 @@ def mdm_gram(
 
 
 def mdm_gram_reference(K, g, sign, coef, cap, ww, tol_abs, max_iter):
-    """NumPy reference for :func:`mdm_gram` (same steps)."""
+    """NumPy reference for :func:`mdm_gram`: the same steps in exact arithmetic (see :func:`mdm_reference`)."""
     coef = coef.astype(np.float64).copy()
     g = g.astype(np.float64).copy()
     n_iter = 0

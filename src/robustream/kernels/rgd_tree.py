@@ -76,10 +76,11 @@ def expand_node_reference(x, P, Q, pick_p, pick_q):
 
 
 def samples_per_node(delta: float, mu: float, tree_height: int) -> int:
-    """Children per node: ``(1 + 1/delta)^2 ln(h/mu)``.
+    """Children per node: ``(1 + 1/delta)^2 ln(h/mu + 1)``.
 
     Two-class samples ``s = p - q`` help only when *both* p and q are inliers, so the one-class
-    size ``(1 + 1/delta) ln(h/mu)`` of the paper is squared in the first factor.
+    size ``(1 + 1/delta) ln(h/mu)`` of the paper is squared in the first factor (``+ 1`` keeps the
+    logarithm positive when ``h <= mu``, e.g. ``h = 0``).
     """
     return max(1, math.ceil((1.0 + 1.0 / delta) ** 2 * math.log(max(tree_height, 1) / mu + 1.0)))
 

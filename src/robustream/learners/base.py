@@ -21,6 +21,7 @@ from river import base
 from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
+from ..validation import is_plain_int as is_integer  # the parameters are saved as JSON: Python ints
 from .rebuild_worker import WorkerUnavailable, solve_worker
 
 
@@ -109,11 +110,6 @@ def _sigmoid(z: float) -> float:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
-
-
-def is_integer(value: Any) -> bool:
-    """A Python integer that is not a bool (``True`` would pass ``isinstance(v, int)`` as 1)."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class RebuildingLinearClassifier(base.MiniBatchClassifier):

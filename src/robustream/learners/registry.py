@@ -16,6 +16,7 @@ same names: ``rgd``, ``coreset``, ``ramp``, ``ordi`` and ``river:<module>.<Class
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import math
 from typing import Any, Callable, Iterable
@@ -110,7 +111,7 @@ def _river_class(name: str) -> Callable[..., base.Classifier]:
         cls = getattr(module, cls_name, None)
         if isinstance(cls, type) and issubclass(cls, base.Classifier):
             return cls
-    raise ValueError(f"--learner river:{name}: no River classifier of that name (river {river.__version__})")
+    raise ValueError(f"no River classifier {name!r} (river {river.__version__})")
 
 
 def make_learner(name: str, params: dict[str, Any] | None = None, *, multiclass: bool = False) -> base.Classifier:
@@ -127,13 +128,18 @@ def make_learner(name: str, params: dict[str, Any] | None = None, *, multiclass:
         known = _robustream_learners()
         if name not in known:
             raise ValueError(
-                f"--learner {name!r}: unknown learner (choose one of {', '.join(sorted(known))} or river:<Class>)"
+                f"unknown learner {name!r} (choose one of {', '.join(sorted(known))} or river:<Class>)"
             )
         cls = known[name]
+    accepted = inspect.signature(cls).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        for key in params:
+            if key not in accepted:
+                raise ValueError(f"{cls.__name__} has no parameter {key!r} (its parameters: {', '.join(accepted)})")
     try:
         model = cls(**params)
     except TypeError as exc:
-        raise ValueError(f"--learner {name}: bad parameter ({exc})") from None
+        raise ValueError(f"{cls.__name__}: bad parameter ({exc})") from None
     if not multiclass or model._multiclass:
         return model
     from river.multiclass import OneVsRestClassifier
@@ -141,3 +147,29 @@ def make_learner(name: str, params: dict[str, Any] | None = None, *, multiclass:
     if "noise_model" in model._get_params() and "noise_model" not in params:
         model = cls(**params, noise_model="one_vs_rest")
     return OneVsRestClassifier(model)
+
+
+def learner_flags(name: str, param_texts: Iterable[str]) -> str:
+    """``--learner rgd --param a=1``: how a message names the learner the user asked for."""
+    return f"--learner {name}" + "".join(f" --param {p}" for p in param_texts)
+
+
+def trial_learner(name: str, params: dict[str, Any], y: Any, *, multiclass: bool = False) -> base.Classifier:
+    """A throwaway copy of learner ``name`` that has learned and predicted one message (label ``y``):
+    a parameter of the wrong type that only fails there (``l2="abc"``) raises ValueError (one line)
+    now, not on every message later. A ``rebuild_lag`` is set to 0: a trial starts no rebuild worker
+    process.
+
+    >>> trial_learner("river:LogisticRegression", {"l2": "abc"}, True)
+    Traceback (most recent call last):
+    ...
+    ValueError: the model fails on a first message (TypeError: VectorDict values must be real numbers)
+    """
+    params = {**params, "rebuild_lag": 0} if "rebuild_lag" in params else dict(params)
+    model = make_learner(name, params, multiclass=multiclass)
+    try:
+        model.learn_one({"x": 1.0}, y)
+        model.predict_proba_one({"x": 1.0})
+    except Exception as exc:  # noqa: BLE001 - any failure here is a configuration error
+        raise ValueError(f"the model fails on a first message ({type(exc).__name__}: {exc})") from None
+    return model
