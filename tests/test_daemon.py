@@ -567,6 +567,36 @@ def test_kafka_python_repeating_one_error_is_shown_once_per_minute_and_exception
     assert describe(ValueError("bad")) == "ValueError: bad" and describe(ValueError()) == "ValueError"
 
 
+def test_kafka_python_teardown_errors_are_held_back_only_while_a_client_closes(capsys):
+    import logging
+    import threading
+
+    from robustream.daemon.clients import close_client
+    from robustream.daemon.service import configure_logging
+
+    io_log = logging.getLogger("kafka.net.transport")
+
+    class Client:  # kafka-python 3's close(): its IO thread and the closing thread both log what it cancels
+        def close(self, timeout=None):
+            io = threading.Thread(target=io_log.error, args=("Error receiving network data closing socket",))
+            io.start()
+            io.join()
+            logging.getLogger("kafka.cluster").error("Metadata refresh: failed %s", "Cancelled")
+            logging.getLogger("kafka.cluster").critical("a critical record still shows")
+            raise RuntimeError("closing is best effort")
+
+    configure_logging("text", "INFO")
+    try:
+        close_client(Client(), timeout=1)
+        err = capsys.readouterr().err
+        assert "Error receiving" not in err and "Metadata refresh" not in err
+        assert "a critical record still shows" in err
+        io_log.error("Error receiving network data closing socket")  # outside a close: shown
+        assert "Error receiving network data" in capsys.readouterr().err
+    finally:
+        configure_logging("text", "WARNING")
+
+
 def test_save_model_keeps_a_whole_pipeline_scaler_included(tmp_path):
     from river import preprocessing
 

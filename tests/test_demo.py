@@ -155,3 +155,47 @@ def test_a_broker_start_cut_short_leaves_no_tansu_behind(monkeypatch):
     else:
         raise AssertionError("start() swallowed the interrupt")
     assert broker.process is not None and broker.process.poll() is not None  # killed, not left running
+
+
+def _children_named(pid: int, name: str) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            comm = fields[0].split("(", 1)[1]
+            ppid = int(fields[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and name in comm:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_demo_stopped_while_its_broker_starts_takes_the_broker_with_it():
+    import os
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "robustream.cli", "demo", "--dataset", "synthetic", "--no-progress"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (brokers := _children_named(proc.pid, "tansu")) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no tansu process started"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)  # before the broker is up, or just after: before the demo prints
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert brokers, (proc.returncode, err)
+    assert proc.returncode == 130 and err == "interrupted\n", (proc.returncode, err)
+    for pid in brokers:  # tansu runs in its own session: only the demo can stop it
+        try:
+            os.kill(pid, 0)
+            alive = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except ProcessLookupError:
+            alive = False
+        if alive:
+            os.kill(pid, signal.SIGKILL)
+        assert not alive, f"tansu {pid} outlived the demo"

@@ -19,6 +19,7 @@ import time
 from collections import deque
 
 from ..datasets import shared_datasets_dir
+from .clients import close_client
 from .config import resolve
 from .embedded import TANSU_GROUP_OPTIONS, BrokerUnavailable, EmbeddedBroker
 from .producer import SYNTHETIC, dataset_messages, send_messages
@@ -70,6 +71,19 @@ class _Progress:
 
 def run_demo(args) -> int:
     """Entry point of ``robustream demo``; returns the exit code."""
+    # SIGTERM ends the demo like Ctrl-C, from the first line on: through the finally below, so the
+    # broker (in its own session) never outlives the demo, not even one stopped while it starts
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        return _run_demo(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+
+
+def _run_demo(args) -> int:
     try:
         if args.partitions < 1:
             raise ValueError(f"--partitions: must be at least 1, got {args.partitions}")
@@ -79,16 +93,14 @@ def run_demo(args) -> int:
         print(f"robustream demo: error: {exc}", file=sys.stderr)
         return 2
     configure_logging("text", "WARNING")
-    try:
-        broker = EmbeddedBroker().start()
-    except BrokerUnavailable as exc:
-        print(f"robustream demo: error: {exc}", file=sys.stderr)
-        return 2
     workdir = tempfile.mkdtemp(prefix="robustream-demo-")
-    # SIGTERM ends the demo like Ctrl-C: through the finally below, so the broker does not outlive it
-    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
-    daemon = worker = None
+    broker = daemon = worker = None
     try:
+        try:
+            broker = EmbeddedBroker().start()
+        except BrokerUnavailable as exc:
+            print(f"robustream demo: error: {exc}", file=sys.stderr)
+            return 2
         broker.create_topics({TOPICS["input"]: args.partitions, TOPICS["predictions"]: 1, TOPICS["dead_letters"]: 1})
         argv = ["--bootstrap-servers", broker.bootstrap_servers, "--input-topic", TOPICS["input"],
                 "--predictions-topic", TOPICS["predictions"], "--dead-letter-topic", TOPICS["dead_letters"],
@@ -124,9 +136,6 @@ def run_demo(args) -> int:
         worker.join(60)
         _print_summary(summary, daemon, port)
         return 0 if exit_code == [0] and summary["complete"] else 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     finally:
         # a second Ctrl-C or SIGTERM must not cut the clean-up short: tansu runs in its own session
         # and would outlive the demo
@@ -137,10 +146,11 @@ def run_demo(args) -> int:
                 daemon.request_stop()
                 worker.join(10)
         finally:
-            broker.stop()
+            if broker is not None:
+                broker.stop()
             shutil.rmtree(workdir, ignore_errors=True)
             signal.signal(signal.SIGINT, previous_int)
-            signal.signal(signal.SIGTERM, previous_term)
+            signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
 def _raise_interrupt(signum, frame) -> None:
@@ -157,7 +167,7 @@ def _produce(bootstrap: str, messages: list) -> dict[str, int]:
             producer.send(TOPICS["input"], key=f"malformed-{i}".encode(), value=raw)
         producer.flush()
     finally:
-        producer.close(timeout=5)
+        close_client(producer, timeout=5)
     return clean
 
 
@@ -205,7 +215,7 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
                            margin=f"{m.value('robustream_margin_width'):.3f}")  # fmt: skip
     finally:
         bar.close()
-        consumer.close()
+        close_client(consumer)
     n_pred = max(1, len(seen))
     return {
         "predictions": len(seen), "dead_letters": dead, "complete": len(seen) + dead >= total,

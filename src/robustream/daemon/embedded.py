@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from .clients import close_client
+
 # tansu completes a consumer group's first join only after the rebalance timeout: with these
 # consumer settings a daemon gets its partitions after about 3 s instead of about 23 s
 TANSU_GROUP_OPTIONS = ("session_timeout_ms=6000", "max_poll_interval_ms=20000", "heartbeat_interval_ms=1000")
@@ -115,7 +117,7 @@ class EmbeddedBroker:
                     raise BrokerUnavailable(f"topics {sorted(partitions)} not visible after {timeout:.0f} s")
                 time.sleep(0.1)
         finally:
-            admin.close()
+            close_client(admin)
 
     def pause(self) -> None:
         os.kill(self.process.pid, signal.SIGSTOP)

@@ -33,6 +33,7 @@ from prometheus_client import start_http_server
 
 from ..learners.registry import learner_flags, make_learner, trial_learner
 from .checkpoint import CheckpointStore
+from .clients import QuietWhileClosing, close_client
 from .state import StateError, decode_state, encode_state
 from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json, encode_prediction
 from .config import ServeConfig, resolve
@@ -97,6 +98,7 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
     kafka_log = logging.getLogger("kafka")
     kafka_handler = logging.StreamHandler(sys.stderr)
     kafka_handler.setFormatter(handler.formatter)
+    kafka_handler.addFilter(QuietWhileClosing())
     if level.upper() != "DEBUG":
         # an unreachable broker makes kafka-python log the same connection error several times a second,
         # which buries the daemon's own one-line warnings: each kind once per REPEAT_SECONDS
@@ -513,10 +515,7 @@ class Daemon:
         fresh = KafkaProducer(bootstrap_servers=self.cfg.bootstrap_servers.split(","), **settings)
         old, self.producer = self.producer, fresh
         if old is not None:
-            try:
-                old.close(timeout=1)
-            except Exception:  # noqa: BLE001 - the old producer is being replaced
-                pass
+            close_client(old, timeout=1)
 
     @property
     def _flush_timeout(self) -> float:
@@ -791,10 +790,7 @@ class Daemon:
                 log.warning("cannot reach the brokers (%s); retrying in %.1f s", describe(exc), backoff)
                 for client in (self.producer, self.consumer):
                     if client is not None:
-                        try:
-                            client.close()
-                        except Exception:  # noqa: BLE001
-                            pass
+                        close_client(client)
                 self.producer = self.consumer = None
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
@@ -838,10 +834,8 @@ class Daemon:
         for name in ("consumer", "producer"):
             client = getattr(self, name)
             if client is not None:
-                try:
-                    client.close(timeout=5) if name == "producer" else client.close(autocommit=False, timeout_ms=5000)
-                except Exception:  # noqa: BLE001 - closing is best effort
-                    pass
+                settings = {"timeout": 5} if name == "producer" else {"autocommit": False, "timeout_ms": 5000}
+                close_client(client, **settings)
                 setattr(self, name, None)
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
