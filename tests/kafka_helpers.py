@@ -47,8 +47,9 @@ def produce(bootstrap: str, topic: str, messages: list[tuple[str, bytes]], parti
     producer.close()
 
 
-def read_topic(bootstrap: str, topic: str, expect: int | None = None, timeout: float = 30.0) -> list:
-    """Every record of ``topic`` (no group: assign + seek to the beginning), waiting for ``expect`` records."""
+def read_topic(bootstrap: str, topic: str, expect: int | None = None, timeout: float = 30.0, quiet: float = 0.5) -> list:
+    """Every record of ``topic`` (no group: assign + seek to the beginning), waiting for ``expect`` records
+    and then for ``quiet`` seconds without a new one."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=500)
     parts = consumer.partitions_for_topic(topic) or set()
     tps = [TopicPartition(topic, p) for p in sorted(parts)]
@@ -63,7 +64,7 @@ def read_topic(bootstrap: str, topic: str, expect: int | None = None, timeout: f
         records.extend(got)
         if got:
             quiet_since = time.monotonic()
-        if expect is not None and len(records) >= expect and time.monotonic() - quiet_since > 0.5:
+        if expect is not None and len(records) >= expect and time.monotonic() - quiet_since > quiet:
             break
         if expect is None and time.monotonic() - quiet_since > 1.5:
             break

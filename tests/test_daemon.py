@@ -275,6 +275,7 @@ def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
         (["--labels", "NaN,1"], {}, "--labels: 'NaN' is not a finite number"),
         (["--param", "clip_gradient=Infinity"], {}, "--param 'clip_gradient=Infinity': 'Infinity' is not a finite"),
         (["--param", "l2=1e400"], {}, "--param 'l2=1e400': '1e400' is not a finite number"),
+        (["--shutdown-timeout", "0"], {}, "--shutdown-timeout: must be more than 0 seconds, got 0.0"),
     ],
 )
 def test_bad_options_name_the_option(argv, env, message):
@@ -321,6 +322,16 @@ def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_th
         resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
 
 
+def test_a_metrics_host_that_does_not_resolve_is_named(tmp_path, capsys):
+    from robustream.daemon.service import run_serve
+
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--metrics-host", "no-such-host.invalid"]
+    code = run_serve(build_parser().parse_args(argv))
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "robustream serve: error: --metrics-host no-such-host.invalid: cannot listen (" in err
+
+
 def test_a_checkpoint_dir_that_cannot_hold_checkpoints_is_a_start_up_error(tmp_path, capsys):
     from robustream.daemon.service import run_serve
 
@@ -331,6 +342,55 @@ def test_a_checkpoint_dir_that_cannot_hold_checkpoints_is_a_start_up_error(tmp_p
         err = capsys.readouterr().err
         assert code == 2 and "Traceback" not in err
         assert f"robustream serve: error: --checkpoint-dir {where}: cannot keep checkpoints there ({problem})" in err
+
+
+def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_the_flush_ends(tmp_path):
+    # a topic this daemon may not write to (an ACL) refuses every record; tansu has no ACLs, so the producer
+    # here answers as kafka-python's does for such a topic. Before: the flush re-sent on a new producer until
+    # its deadline, at every checkpoint, and nothing was committed again
+    from kafka.errors import TopicAuthorizationFailedError
+
+    from robustream.daemon.service import Daemon
+
+    class Answer:  # a settled kafka-python send future
+        is_done = True
+
+        def __init__(self, exception):
+            self.exception = exception
+
+        def failed(self):
+            return self.exception is not None
+
+    class Producer:
+        def __init__(self, refused_topics):
+            self.refused, self.delivered = refused_topics, []
+
+        def send(self, topic, key=None, value=None):
+            if topic in self.refused:
+                return Answer(TopicAuthorizationFailedError(f"Not authorized to access topics: [{topic}]"))
+            self.delivered.append((topic, json.loads(value)))
+            return Answer(None)
+
+        def flush(self, timeout=None):
+            pass
+
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9", "--predictions-topic",
+            "preds", "--dead-letter-topic", "dlq", "--learner", "river:linear_model.LogisticRegression"]  # fmt: skip
+    daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    daemon.producer = Producer({"preds"})
+    daemon.process("in", 0, 7, b"k", json.dumps({"id": "a", "x": {"f": 1.0}, "y": 1}).encode())
+    daemon._flush_outputs(timeout=5)
+    assert daemon._pending == [] and not daemon._producer_failed
+    [(topic, letter)] = daemon.producer.delivered
+    assert topic == "dlq" and (letter["partition"], letter["offset"]) == (0, 7)
+    assert letter["error"].startswith("output record refused by the broker: TopicAuthorizationFailedError")
+
+    daemon.producer = Producer({"preds", "dlq"})  # nowhere to go: dropped and counted, the offsets move on
+    daemon.process("in", 0, 8, b"k", json.dumps({"id": "b", "x": {"f": 1.0}, "y": 1}).encode())
+    daemon.process("in", 0, 9, b"k", b"not json")
+    daemon._flush_outputs(timeout=5)
+    assert daemon._pending == [] and daemon.producer.delivered == []
+    assert daemon.metrics.value("robustream_outputs_dropped_total") == 2
 
 
 def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_start_up(tmp_path):

@@ -82,7 +82,7 @@ def test_end_to_end_every_id_exactly_once_and_metrics_agree(broker, tmp_path):
     processed = samples[("robustream_process_duration_seconds_count", ())]
     rebuilds = samples[("robustream_rebuild_duration_seconds_count", ())]
     assert processed + rebuilds == total - 0 and rebuilds == d.daemon.model.n_rebuilds_
-    assert samples[("robustream_checkpoint_duration_seconds_count", ())] >= 3
+    assert samples[("robustream_checkpoint_duration_seconds_count", ())] >= 2  # 400 of ~1,560 (batches vary)
 
 
 def test_every_bad_message_kind_reaches_the_dead_letter_topic_with_its_reason(broker, tmp_path):
@@ -110,12 +110,13 @@ def test_every_bad_message_kind_reaches_the_dead_letter_topic_with_its_reason(br
 
 
 def test_kill_9_and_restart_loses_nothing_and_duplicates_at_most_one_checkpoint_interval(broker, tmp_path):
-    every = 300
+    every, batch = 300, 100
     messages = labelled_messages(3000)
     produce(broker.bootstrap_servers, IN, messages[:1500])
     metrics_port = free_port()
     argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", str(every),
-                      "--checkpoint-interval", "3600", metrics_port=metrics_port)  # fmt: skip
+                      "--checkpoint-interval", "3600", "--max-poll-records", str(batch),
+                      metrics_port=metrics_port)  # fmt: skip
     proc = start_daemon_process(argv, tmp_path / "daemon1.log")
     try:
         wait_for_metric(metrics_port, "robustream_messages_total", 1000)
@@ -124,20 +125,22 @@ def test_kill_9_and_restart_loses_nothing_and_duplicates_at_most_one_checkpoint_
         proc.wait(10)
     finally:
         proc.kill()
-    assert CheckpointStore(tmp_path / "ckpt").paths(), "no checkpoint was written before the kill"
+    latest = CheckpointStore(tmp_path / "ckpt").load_latest()
+    assert latest is not None, "no checkpoint was written before the kill"
     proc = start_daemon_process(argv, tmp_path / "daemon2.log")
-    try:
-        wait_for_metric(metrics_port, "robustream_messages_total", 1)
-        preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(messages), timeout=90)
+    try:  # the restart resumes at the checkpoint: it has the rest to do, then stops with everything flushed
+        wait_for_metric(metrics_port, "robustream_messages_total", len(messages) - sum(latest.offsets.values()),
+                        timeout=90)  # fmt: skip
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:
         proc.kill()
+    preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(messages), timeout=60, quiet=2.0)
     seen = _ids(preds)
     assert set(seen) == {k for k, _ in messages}, "some ids never got a prediction"
     duplicates = sum(c - 1 for c in seen.values())
-    # per partition at most one checkpoint interval was redone
-    assert duplicates <= 2 * every, duplicates
+    # redone: what was processed since the last checkpoint, at most one interval and the batch that crossed it
+    assert duplicates <= every + batch - 1, duplicates
 
 
 def _sigterm_exits_0(proc, log_path) -> float:
@@ -153,8 +156,11 @@ def test_sigterm_is_graceful_exit_0_with_a_final_checkpoint(broker, tmp_path):
     messages = labelled_messages(700)
     produce(broker.bootstrap_servers, IN, messages)
     metrics_port = free_port()
-    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "100000",
-                      "--checkpoint-interval", "3600", metrics_port=metrics_port)  # fmt: skip
+    # a first batch slower than FAST_GROUP's 5 s poll interval (numba loading its cache on a busy machine)
+    # would cost the membership and redo the batch: this test counts rebuilds
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--kafka-option", "max_poll_interval_ms=30000",
+                      "--checkpoint-every", "100000", "--checkpoint-interval", "3600",
+                      metrics_port=metrics_port)  # fmt: skip
     proc = start_daemon_process(argv, tmp_path / "daemon.log")
     try:
         wait_for_metric(metrics_port, "robustream_messages_total", len(messages))
@@ -190,7 +196,10 @@ def test_sigterm_while_joining_the_group_still_exits_0_in_bounded_time(broker, t
         proc.kill()
 
 
-def test_broker_outage_and_restart_are_survived_without_restarting_the_daemon(broker, tmp_path):
+def test_broker_outage_and_restart_are_survived_without_restarting_the_daemon(broker, tmp_path, monkeypatch):
+    from robustream.daemon import service
+
+    monkeypatch.setattr(service, "PAST_END_SECONDS", 2.0)  # how long a position past the end must last
     first = labelled_messages(800)
     produce(broker.bootstrap_servers, IN, first)
     argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "200")
@@ -218,11 +227,16 @@ def test_broker_outage_and_restart_are_survived_without_restarting_the_daemon(br
     assert {k for k, _ in third} <= set(_ids(preds))
 
 
-def test_a_group_offset_past_the_end_of_a_recreated_partition_reads_it_from_the_beginning(broker, tmp_path):
+def test_a_group_offset_past_the_end_of_a_recreated_partition_reads_it_from_the_beginning(broker, tmp_path,
+                                                                                        monkeypatch):  # fmt: skip
     # a broker that lost its data (re-created topics) can keep a group offset committed before: tansu
     # answers fetches past the end with no records and no error, so nothing was ever read again
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
+
+    from robustream.daemon import service
+
+    monkeypatch.setattr(service, "PAST_END_SECONDS", 2.0)  # how long a position past the end must last
 
     broker.create_topics({"in_past": 1})
     produce(broker.bootstrap_servers, "in_past", labelled_messages(30))
@@ -322,10 +336,11 @@ def test_corrupt_newest_checkpoint_starts_from_the_previous_one(broker, tmp_path
     older = CheckpointStore(tmp_path / "copy").load_latest()
     assert older.path.name == paths[-2].name and older.path.name != previous.path.name
     produce(broker.bootstrap_servers, IN, messages[600:])
-    with DaemonThread(argv) as d:
-        assert d.daemon.metrics.value("robustream_checkpoint_fallbacks_total") == 1
-        assert (tmp_path / "ckpt" / (paths[-1].name + ".corrupt")).exists()
-        assert d.daemon.checkpoint_offsets == older.offsets
+    d = DaemonThread(argv)  # loaded, not yet running
+    assert d.daemon.metrics.value("robustream_checkpoint_fallbacks_total") == 1
+    assert (tmp_path / "ckpt" / (paths[-1].name + ".corrupt")).exists()
+    assert d.daemon.checkpoint_offsets == older.offsets
+    with d:
         # it goes back to the older checkpoint's offsets: the restored model learns what it missed
         d.wait_processed(1000 - sum(older.offsets.values()))
         time.sleep(1)
@@ -419,10 +434,14 @@ def test_after_a_fallback_work_another_daemon_committed_since_is_not_redone(brok
 def test_two_daemons_in_one_group_share_the_partitions_and_account_for_every_id(broker, tmp_path):
     broker.create_topics({"in4": 4})
     messages = labelled_messages(2000)
-    produce(broker.bootstrap_servers, "in4", messages, partitions=4)
     a_args = serve_args(broker.bootstrap_servers, tmp_path / "a", "--input-topic", "in4")
     b_args = serve_args(broker.bootstrap_servers, tmp_path / "b", "--input-topic", "in4")
+
     with DaemonThread(a_args) as a, DaemonThread(b_args) as b:
+        # produced once both are members: a member that joined late would find nothing left to do
+        _wait_until(lambda: _owned(a) and _owned(b) and _owned(a) + _owned(b) == 4, "two members sharing 4 partitions",
+                    timeout=90)  # fmt: skip
+        produce(broker.bootstrap_servers, "in4", messages, partitions=4)
         deadline = time.monotonic() + 90
         while a.daemon.n_processed + b.daemon.n_processed < len(messages) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -517,3 +536,65 @@ def test_client_settings_kafka_python_refuses_stop_serve_with_exit_2_not_a_retry
     assert done.returncode == 2, done.stderr[-2000:]
     expected = "robustream serve: error: kafka-python refuses the client settings: ValueError: Not supported codec: zzz"
     assert expected in done.stderr
+
+
+def test_a_high_watermark_that_trails_for_a_while_does_not_make_the_daemon_reread_the_partition(broker, tmp_path):
+    # a newly elected leader, or a follower read with client_rack, reports a high watermark behind the end
+    # for a while; only a partition whose leader's end offset (ListOffsets) is behind too was re-created
+    from robustream.daemon import service
+
+    broker.create_topics({"in_hw": 1})
+    produce(broker.bootstrap_servers, "in_hw", labelled_messages(300))
+    with DaemonThread(serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--input-topic", "in_hw")) as d:
+        d.wait_processed(300)
+        real = d.daemon.consumer.highwater
+        d.daemon.consumer.highwater = lambda tp: 250  # this member's fetches say the partition ends at 250
+        time.sleep(min(10.0, service.PAST_END_SECONDS / 2))
+        d.daemon.consumer.highwater = real  # the follower caught up
+        time.sleep(1)
+        assert d.daemon.n_processed == 300  # not read again from the beginning
+        assert d.stop() == 0
+
+
+def test_a_commit_refused_by_a_rebalance_at_stop_still_exits_0_with_the_offsets_in_the_checkpoint(broker, tmp_path,
+                                                                                                 caplog):  # fmt: skip
+    import logging
+
+    from kafka.errors import RebalanceInProgressError
+
+    broker.create_topics({"in_rb": 1})
+    produce(broker.bootstrap_servers, "in_rb", labelled_messages(300))
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--input-topic", "in_rb", "--checkpoint-every",
+                      "100000", "--checkpoint-interval", "3600")  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="robustream.daemon"), DaemonThread(argv) as d:
+        d.wait_processed(300)
+
+        def refused(*args, **kwargs):  # what kafka-python raises when a stop meets a rolling deploy's rebalance
+            raise RebalanceInProgressError("the group is rebalancing")
+
+        d.daemon.consumer.commit = refused
+        assert d.stop() == 0
+    assert CheckpointStore(tmp_path / "ckpt").load_latest().offsets == {("in_rb", 0): 300}
+    assert "the group refused its commit while rebalancing" in caplog.text
+
+
+def test_a_revocation_commits_no_partition_this_member_gave_up_before(broker, tmp_path):
+    # an earlier revocation whose flush failed left in_rv/0 in next_offsets; its new owner may have committed
+    # past that offset since, so this member must not commit it when it gives up in_rv/1
+    from kafka import TopicPartition
+
+    broker.create_topics({"in_rv": 2})
+    d = DaemonThread(serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--input-topic", "in_rv"))
+    daemon = d.daemon
+    assert daemon._connect()
+    try:
+        sent = []
+        daemon.consumer.commit_async = lambda offsets: sent.append(offsets)
+        daemon.next_offsets = {("in_rv", 0): 150, ("in_rv", 1): 115}
+        daemon._last_marks = {("in_rv", 0): [0, 0], ("in_rv", 1): [0, 0]}
+        daemon._since_checkpoint = 2
+        daemon._on_revoked([TopicPartition("in_rv", 1)])
+        assert [{tp.partition: om.offset for tp, om in offsets.items()} for offsets in sent] == [{1: 115}]
+        assert daemon.next_offsets == {}
+    finally:
+        daemon.close()

@@ -46,7 +46,7 @@ def test_producer_and_consumer_examples_around_a_running_daemon(broker, tmp_path
         d.wait_processed(800)
         assert d.stop() == 0
     out = _run("examples/read_predictions.py", "--bootstrap-servers", broker.bootstrap_servers, "--topic", "preds",
-               "--clean-labels", str(clean_file), "--show", "2")  # fmt: skip
+               "--clean-labels", str(clean_file), "--show", "2", "--idle-seconds", "15")  # fmt: skip
     assert "800 predictions read from preds" in out
     accuracy = float(out.split("accuracy against the clean labels: ")[1].split()[0])
     assert accuracy > 0.8

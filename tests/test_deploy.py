@@ -491,8 +491,9 @@ def test_real_prometheus_fires_outlier_rate_alert(prometheus_bin, served_metrics
         assert pending_or_firing["labels"]["severity"] == "warning"
         firing = prom.wait_for_alert("RobustreamOutlierRateHigh", states=("firing",), timeout=30)
         assert firing["annotations"]["summary"].endswith("outlier rate 40%")
-        active = {a["labels"]["alertname"] for a in prom.alerts()}
-        assert active == {"RobustreamOutlierRateHigh"}, active  # the other rules stay quiet
+        # the other rules do not fire (one slow scrape may make the target-down rule pend for a moment)
+        active = {a["labels"]["alertname"] for a in prom.alerts() if a["state"] == "firing"}
+        assert active == {"RobustreamOutlierRateHigh"}, active
         # every dashboard expression is valid PromQL for this Prometheus
         for expr in dashboard_exprs():
             if expr.startswith("label_values("):

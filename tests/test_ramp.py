@@ -265,7 +265,7 @@ def test_ramp_beats_hinge_under_adversarial_flips():
         y_noisy, _ = _flip_farthest(X, y)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            hinge = svm.LinearSVC(loss="hinge", C=C, tol=1e-6, max_iter=100000).fit(X, y_noisy)
+            hinge = svm.LinearSVC(loss="hinge", C=C, tol=1e-6, max_iter=100000, random_state=seed).fit(X, y_noisy)
         robust = RampSVC(C=C, random_state=seed).fit(X, y_noisy)
         assert robust.converged_
         hinge_err.append(np.mean(hinge.predict(X_test) != y_test))

@@ -83,6 +83,8 @@ def test_a_killed_worker_costs_nothing_but_time():
     model = RGDSVMClassifier(**_KILL_PARAMS)
     with pytest.warns(RuntimeWarning, match="stopped"):  # the one rebuild it had is solved here
         for i, (x, y) in enumerate(stream):
+            if i + 1 == 600:
+                solve_worker().submit(time.sleep, 60)  # the worker runs calls in order: row 600's stays pending
             model.learn_one(x, y)
             if i + 1 == 620:  # the rebuild of row 600 is pending in the worker
                 assert model._pending is not None and "future" in model._pending
@@ -428,6 +430,8 @@ def test_with_warnings_as_errors_a_rebuild_solved_here_is_still_applied():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         for i, (x, y) in enumerate(stream):
+            if i + 1 == 600:
+                solve_worker().submit(time.sleep, 60)  # the worker runs calls in order: row 600's stays pending
             try:
                 model.learn_one(x, y)
             except RuntimeWarning:

@@ -8,6 +8,10 @@ clean shutdown. :func:`close_client` counts the closes in progress, and :class:`
 on the handler that prints kafka-python's records, drops those records while any close is in
 progress (from the closing thread and from the client's IO thread alike).
 
+In the main thread a close is not cut short by Ctrl-C or SIGTERM either (:func:`deferred_interrupts`):
+a client interrupted half-way through ``close()`` keeps its IO thread, which then logs connection
+errors when the broker goes.
+
 >>> from robustream.daemon.clients import close_client
 >>> class Client:
 ...     def close(self, timeout=None):
@@ -17,21 +21,52 @@ progress (from the closing thread and from the client's IO thread alike).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import threading
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+Client = TypeVar("Client")
 
 _lock = threading.Lock()
 _closing = 0
 
 
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """SIGINT and SIGTERM arriving inside the block are delivered at its end, to the handlers that were
+    in place before it, so that what the block makes or closes (a client, a child process) is never
+    left half-done. Outside the main thread (where signals cannot be handled) it does nothing.
+
+    >>> with deferred_interrupts():
+    ...     pass
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {kind: signal.signal(kind, lambda signum, frame: arrived.append(signum)) for kind in kinds}
+    try:
+        yield
+    finally:
+        for kind, handler in previous.items():
+            signal.signal(kind, handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)
+
+
 def close_client(client: Any, **kwargs: Any) -> None:
-    """``client.close(**kwargs)``, best effort, with kafka-python's teardown records held back meanwhile."""
+    """``client.close(**kwargs)``, best effort and not cut short by an interrupt, with kafka-python's
+    teardown records held back meanwhile."""
     global _closing
     with _lock:
         _closing += 1
     try:
-        client.close(**kwargs)
+        with deferred_interrupts():
+            client.close(**kwargs)
     except Exception:  # noqa: BLE001 - closing is best effort
         pass
     finally:
@@ -49,3 +84,25 @@ class QuietWhileClosing(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno >= logging.CRITICAL or not closing_in_progress()
+
+
+@contextlib.contextmanager
+def kafka_client(make: Callable[[], Client], **close_kwargs: Any) -> Iterator[Client]:
+    """A client from ``make()``, built with interrupts deferred and closed by :func:`close_client` on the way
+    out, so that an interrupt at any point leaves no client open.
+
+    >>> class Client:
+    ...     def close(self, timeout=None):
+    ...         print("closed")
+    >>> with kafka_client(Client, timeout=5) as client:
+    ...     pass
+    closed
+    """
+    client = None
+    try:
+        with deferred_interrupts():
+            client = make()
+        yield client
+    finally:
+        if client is not None:
+            close_client(client, **close_kwargs)

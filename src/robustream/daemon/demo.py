@@ -19,7 +19,7 @@ import time
 from collections import deque
 
 from ..datasets import shared_datasets_dir
-from .clients import close_client
+from .clients import kafka_client
 from .config import resolve
 from .embedded import TANSU_GROUP_OPTIONS, BrokerUnavailable, EmbeddedBroker
 from .producer import SYNTHETIC, dataset_messages, send_messages
@@ -160,14 +160,13 @@ def _raise_interrupt(signum, frame) -> None:
 def _produce(bootstrap: str, messages: list) -> dict[str, int]:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
-    try:  # closed before the broker stops, also when interrupted (no reconnection errors)
+    # closed before the broker stops, also when interrupted (no reconnection errors)
+    make = lambda: KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)  # noqa: E731
+    with kafka_client(make, timeout=5) as producer:
         clean = send_messages(producer, TOPICS["input"], iter(messages))
         for i, raw in enumerate(MALFORMED):
             producer.send(TOPICS["input"], key=f"malformed-{i}".encode(), value=raw)
         producer.flush()
-    finally:
-        close_client(producer, timeout=5)
     return clean
 
 
@@ -175,47 +174,47 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
     """Read predictions and dead letters until every message is accounted for (or nothing moves for 60 s)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     tps = [TopicPartition(TOPICS["predictions"], 0), TopicPartition(TOPICS["dead_letters"], 0)]
-    consumer.assign(tps)
-    consumer.seek_to_beginning(*tps)
     noisy = {doc["id"]: doc["y"] for doc, _ in messages}
-    bar = _Progress(total, progress)
     seen, correct, agree_noisy, dead = set(), 0, 0, 0
     flagged = flagged_flipped = 0
     recent: deque = deque(maxlen=500)
     start = last_move = time.monotonic()
     m = daemon.metrics
-    try:  # closed before the broker stops, also when interrupted (no reconnection errors)
-        while len(seen) + dead < total and time.monotonic() - last_move < 60:
-            batch = consumer.poll(timeout_ms=300)
-            n = 0
-            for tp, records in batch.items():
-                for r in records:
-                    if tp.topic == TOPICS["dead_letters"]:
-                        dead += 1
+    # closed before the broker stops, also when interrupted (no reconnection errors)
+    with kafka_client(lambda: KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)) as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        bar = _Progress(total, progress)
+        try:
+            while len(seen) + dead < total and time.monotonic() - last_move < 60:
+                batch = consumer.poll(timeout_ms=300)
+                n = 0
+                for tp, records in batch.items():
+                    for r in records:
+                        if tp.topic == TOPICS["dead_letters"]:
+                            dead += 1
+                            n += 1
+                            continue
+                        out = json.loads(r.value)
+                        if out["id"] in seen:
+                            continue
+                        seen.add(out["id"])
                         n += 1
-                        continue
-                    out = json.loads(r.value)
-                    if out["id"] in seen:
-                        continue
-                    seen.add(out["id"])
-                    n += 1
-                    ok = out["y_pred"] == clean[out["id"]]
-                    correct += ok
-                    recent.append(ok)
-                    agree_noisy += out["y_pred"] == noisy[out["id"]]
-                    if out.get("outlier"):
-                        flagged += 1
-                        flagged_flipped += noisy[out["id"]] != clean[out["id"]]
-            if n:
-                last_move = time.monotonic()
-                bar.update(n, acc_clean=f"{sum(recent) / max(1, len(recent)):.3f}",
-                           outlier_rate=f"{m.value('robustream_outlier_rate'):.3f}",
-                           margin=f"{m.value('robustream_margin_width'):.3f}")  # fmt: skip
-    finally:
-        bar.close()
-        close_client(consumer)
+                        ok = out["y_pred"] == clean[out["id"]]
+                        correct += ok
+                        recent.append(ok)
+                        agree_noisy += out["y_pred"] == noisy[out["id"]]
+                        if out.get("outlier"):
+                            flagged += 1
+                            flagged_flipped += noisy[out["id"]] != clean[out["id"]]
+                if n:
+                    last_move = time.monotonic()
+                    bar.update(n, acc_clean=f"{sum(recent) / max(1, len(recent)):.3f}",
+                               outlier_rate=f"{m.value('robustream_outlier_rate'):.3f}",
+                               margin=f"{m.value('robustream_margin_width'):.3f}")  # fmt: skip
+        finally:
+            bar.close()
     n_pred = max(1, len(seen))
     return {
         "predictions": len(seen), "dead_letters": dead, "complete": len(seen) + dead >= total,

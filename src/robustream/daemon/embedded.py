@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from .clients import close_client
+from .clients import deferred_interrupts, kafka_client
 
 # tansu completes a consumer group's first join only after the rebalance timeout: with these
 # consumer settings a daemon gets its partitions after about 3 s instead of about 23 s
@@ -83,7 +83,8 @@ class EmbeddedBroker:
         cmd = [tansu_binary(), "broker", "--storage-engine", "memory://tansu/", "--listener-url", url,
                "--advertised-listener-url", url]  # fmt: skip
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, start_new_session=True)
+        with deferred_interrupts():  # a Ctrl-C inside Popen would lose the child, which no signal of ours reaches
+            self.process = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, start_new_session=True)
         try:  # tansu runs in its own session: whatever ends the wait (Ctrl-C included) must not leave it behind
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
@@ -105,8 +106,9 @@ class EmbeddedBroker:
         from kafka.admin import KafkaAdminClient, NewTopic
         from kafka.errors import TopicAlreadyExistsError
 
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=int(timeout * 1000))
-        try:
+        make = lambda: KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,  # noqa: E731
+                                        request_timeout_ms=int(timeout * 1000))  # fmt: skip
+        with kafka_client(make) as admin:
             try:
                 admin.create_topics([NewTopic(name, n, 1) for name, n in partitions.items()])
             except TopicAlreadyExistsError:
@@ -116,8 +118,6 @@ class EmbeddedBroker:
                 if time.monotonic() > deadline:
                     raise BrokerUnavailable(f"topics {sorted(partitions)} not visible after {timeout:.0f} s")
                 time.sleep(0.1)
-        finally:
-            close_client(admin)
 
     def pause(self) -> None:
         os.kill(self.process.pid, signal.SIGSTOP)

@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -27,7 +28,20 @@ import zlib
 from typing import Any, NamedTuple
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaConfigurationError, KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
+from kafka.errors import (
+    CommitFailedError,
+    IllegalGenerationError,
+    InvalidRecordError,
+    InvalidTopicError,
+    KafkaConfigurationError,
+    KafkaError,
+    MessageSizeTooLargeError,
+    PolicyViolationError,
+    RebalanceInProgressError,
+    RecordListTooLargeError,
+    TopicAuthorizationFailedError,
+    UnknownMemberIdError,
+)
 from kafka.structs import OffsetAndMetadata
 from prometheus_client import start_http_server
 
@@ -42,6 +56,16 @@ from .metrics import BatchTally, DaemonMetrics
 log = logging.getLogger("robustream.daemon")
 
 _TOO_LARGE = (MessageSizeTooLargeError, RecordListTooLargeError)  # refused for its size: re-sending cannot help
+# refused for what the record is or where it goes (no write permission on the topic, a broker-side policy, a
+# record the topic cannot take such as a null key on a compacted topic): no producer or retry can help
+_REFUSED = _TOO_LARGE + (TopicAuthorizationFailedError, InvalidRecordError, PolicyViolationError, InvalidTopicError)
+# a commit refused because the group is rebalancing or this member was replaced: the checkpoint holds the offsets
+_MEMBERSHIP_ERRORS = (CommitFailedError, RebalanceInProgressError, IllegalGenerationError, UnknownMemberIdError)
+# A fetch's high watermark below the position must last this long (Kafka's replica.lag.time.max.ms), and
+# the partition leader's end offset must not contradict it, before the partition counts as re-created or
+# truncated: a newly elected leader, or a follower read with client_rack, reports a high watermark behind
+# the end for a while.
+PAST_END_SECONDS = 30.0
 OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelled message is flagged
 # Output producer settings that --kafka-option may override. Fewer, larger produce requests: kafka-python
 # pays for each request and each sender wake-up while the message loop waits for the GIL; an output
@@ -139,6 +163,27 @@ class _OncePer(logging.Filter):
         return True
 
 
+class _RateLimitedLog:
+    """A logger's ``warning``/``error`` through :class:`_OncePer`: each message template once per ``seconds``."""
+
+    def __init__(self, logger: logging.Logger, seconds: float):
+        self._logger = logger
+        self._once = _OncePer(seconds)
+
+    def _log(self, level: int, msg: str, *args: Any) -> None:
+        if not self._logger.isEnabledFor(level):
+            return
+        record = self._logger.makeRecord(self._logger.name, level, "(daemon)", 0, msg, args, None)
+        if self._once.filter(record):
+            self._logger.handle(record)
+
+    def warning(self, msg: str, *args: Any) -> None:
+        self._log(logging.WARNING, msg, *args)
+
+    def error(self, msg: str, *args: Any) -> None:
+        self._log(logging.ERROR, msg, *args)
+
+
 def describe(exc: BaseException) -> str:
     """``Type: message``, once: kafka-python's errors already start their text with their type's name."""
     text = str(exc)
@@ -223,6 +268,9 @@ class Daemon:
         self.checkpoint_marks: dict[tuple[str, int], list[int]] = {}
         self._last_marks: dict[tuple[str, int], list[int]] = {}  # of the last record processed per partition
         self._verifying: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (checkpoint offset, group's)
+        self._past_end_since: dict[TopicPartition, float] = {}  # position seen past the fetch's high watermark
+        self._commit_error: KafkaError | None = None
+        self._refusals = _RateLimitedLog(log, REPEAT_SECONDS)  # a topic refusing everything: one line a minute
         self.model, self.checkpoint_offsets = self._restore()
         self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
         self._pending: list[_Output] = []  # sends not yet confirmed
@@ -435,27 +483,30 @@ class Daemon:
         stays in ``_pending`` until the broker acknowledged it."""
         try:
             future = self.producer.send(topic, key=key, value=value)
-        except _TOO_LARGE as exc:  # never sendable as it is
-            self._replace_too_large(_Output(None, topic, key, value, source, minimal), exc)
+        except _REFUSED as exc:  # never sendable as it is
+            self._replace_refused(_Output(None, topic, key, value, source, minimal), exc)
             return
         except KafkaError as exc:  # no metadata yet, buffer full, closed producer: the next flush re-sends
             log.debug("send to %s deferred: %s", topic, exc)
             future = None
         self._pending.append(_Output(future, topic, key, value, source, minimal))
 
-    def _replace_too_large(self, output: _Output, exc: Exception) -> None:
-        """An output the producer or the broker refuses for its size (a huge key, or a small
-        ``--kafka-option max_request_size``): a minimal dead letter (no copy of the message; its key
-        only up to 1 KiB) stands for its input instead, so that offset is still accounted for."""
+    def _replace_refused(self, output: _Output, exc: Exception) -> None:
+        """An output the producer or the broker refuses for good: for its size (a huge key, or a small
+        ``--kafka-option max_request_size``), or for its topic (no permission, a policy). A minimal dead
+        letter (no copy of the message; its key only up to 1 KiB) stands for its input instead, so that
+        offset is still accounted for; a dead letter refused in turn is dropped and counted
+        (``robustream_outputs_dropped_total``), so that the offsets move on."""
         in_topic, partition, offset = output.source
-        if output.minimal:
-            log.error("output of %s/%d/%d dropped: even a minimal dead letter is too large (%s)",
-                      in_topic, partition, offset, exc)  # fmt: skip
+        why = "too large" if isinstance(exc, _TOO_LARGE) else "refused by the broker"
+        if output.minimal or output.topic == self.cfg.dead_letter_topic and not isinstance(exc, _TOO_LARGE):
+            self._refusals.error("output of %s/%d/%d to %s dropped: %s (%s)", in_topic, partition, offset,
+                                 output.topic, why, describe(exc))  # fmt: skip
             self.metrics.outputs_dropped.inc()
             return
-        log.warning("output of %s/%d/%d to %s too large (%s): dead-lettered instead", in_topic, partition, offset,
-                    output.topic, exc)  # fmt: skip
-        record = dead_letter(None, error=f"output record too large: {exc}", topic=in_topic, partition=partition,
+        self._refusals.warning("output of %s/%d/%d to %s %s (%s): dead-lettered instead", in_topic, partition, offset,
+                               output.topic, why, describe(exc))  # fmt: skip
+        record = dead_letter(None, error=f"output record {why}: {describe(exc)}", topic=in_topic, partition=partition,
                              offset=offset)  # fmt: skip
         key = output.key if output.key is None or len(output.key) <= 1024 else None
         self._send(self.cfg.dead_letter_topic, key, encode_json(record), output.source, minimal=True)
@@ -482,8 +533,8 @@ class Daemon:
                 elif future is None:
                     kept.append(output)  # never handed to a producer
                 elif future.failed():
-                    if isinstance(future.exception, _TOO_LARGE):
-                        self._replace_too_large(output, future.exception)  # queues its dead letter
+                    if isinstance(future.exception, _REFUSED):
+                        self._replace_refused(output, future.exception)  # queues its dead letter
                         continue
                     errors.add(type(future.exception).__name__)
                     kept.append(output._replace(future=None))
@@ -506,7 +557,10 @@ class Daemon:
                 continue  # the next flush waits for the records in flight
             retry = [output for output in self._pending if output.future is None]
             self._pending = [output for output in self._pending if output.future is not None]
-            for output in retry:
+            for n_sent, output in enumerate(retry):
+                if time.monotonic() >= deadline:  # a send may block (max_block_ms): the rest stays queued
+                    self._pending.extend(retry[n_sent:])
+                    break
                 self._send(output.topic, output.key, output.value, output.source, output.minimal)
 
     def _new_producer(self) -> None:
@@ -570,6 +624,7 @@ class Daemon:
                 self.consumer.commit(offsets=to_commit, timeout_ms=int(min(timeout, 10.0) * 1000))
             except KafkaError as exc:
                 # the checkpoint already holds these offsets; they are sought on the next assignment
+                self._commit_error = exc
                 self._broker_trouble("committing offsets", exc)
                 return False
             self._record_commits(to_commit)
@@ -584,11 +639,18 @@ class Daemon:
         if self.next_offsets or self._pending:
             # on the IO thread heartbeats wait for us: short, and no new producer (its bootstrap blocks)
             to_commit = self._flush_and_checkpoint(min(2.0, self._flush_timeout), replace_producer=False)
+            # never a partition revoked before (kept in next_offsets by a flush that failed then): its
+            # new owner may have committed past it since
+            owned = set(revoked) | set(self.consumer.assignment())
+            to_commit = {tp: om for tp, om in (to_commit or {}).items() if tp in owned}
             if to_commit:
                 self.consumer.commit_async(offsets=to_commit)
                 self._record_commits(to_commit)  # if this commit is lost, the group's offset is not ours
                 self.next_offsets.clear()
         for tp in revoked:
+            # flushed or not, not this member's to commit any more (its outputs still flush later)
+            self.next_offsets.pop((tp.topic, tp.partition), None)
+            self._past_end_since.pop(tp, None)
             self._verifying.pop(tp, None)
             try:
                 self.metrics.consumer_lag.remove(str(tp.partition))
@@ -624,6 +686,8 @@ class Daemon:
             # behind: the group's commit trails this checkpoint. Ahead after a fallback to an older
             # checkpoint: redo the messages the restored model has not learned (their outputs repeat).
             high = self.consumer.highwater(tp)
+            if high is not None and target > high:
+                high = self._end_offset(tp) or high  # the leader's word: a follower's high watermark may trail
             if high is not None and target > high:
                 log.warning("%s/%d: checkpoint offset %d is past the end of the partition (%d): re-created or "
                             "truncated? reading from offset %d", tp.topic, tp.partition, target, high, position)  # fmt: skip
@@ -705,9 +769,23 @@ class Daemon:
                 if position is None:
                     continue
             if position > high:
-                self._past_the_end(tp, position, high)
+                since = self._past_end_since.setdefault(tp, time.monotonic())
+                if time.monotonic() - since >= PAST_END_SECONDS:
+                    del self._past_end_since[tp]  # asked again PAST_END_SECONDS later if the leader disagrees
+                    end = self._end_offset(tp)
+                    if end is not None and position > end:
+                        self._past_the_end(tp, position, end)
                 continue
+            self._past_end_since.pop(tp, None)
             self.metrics.consumer_lag.labels(partition=str(tp.partition)).set(max(0, high - position))
+
+    def _end_offset(self, tp: TopicPartition) -> int | None:
+        """The partition leader's end offset (ListOffsets), or None when it cannot tell. Some brokers answer
+        with less than the end (tansu: the last record batch's first offset), never with more."""
+        try:
+            return self.consumer.end_offsets([tp], timeout_ms=5000).get(tp)
+        except (KafkaError, AssertionError, ValueError, TypeError):
+            return None
 
     def _past_the_end(self, tp: TopicPartition, position: int, high: int) -> None:
         """A position past the end of its partition: the partition was re-created or truncated (a broker
@@ -741,6 +819,7 @@ class Daemon:
                 for tp in lost:
                     daemon.next_offsets.pop((tp.topic, tp.partition), None)
                     daemon._verifying.pop(tp, None)
+                    daemon._past_end_since.pop(tp, None)
                     try:
                         daemon.metrics.consumer_lag.remove(str(tp.partition))
                     except KeyError:
@@ -821,9 +900,16 @@ class Daemon:
                 )
                 if due and time.monotonic() >= self._retry_at:
                     self.checkpoint_and_commit()
+            self._commit_error = None
             ok = self.checkpoint_and_commit(timeout=max(1.0, cfg.shutdown_timeout / 2))
             if ok:
                 log.info("stopping: final checkpoint written and committed")
+            elif isinstance(self._commit_error, _MEMBERSHIP_ERRORS):
+                # a stop during a rolling deploy: nothing is lost, the offsets are in the checkpoint
+                log.warning("stopping: final checkpoint written; the group refused its commit while rebalancing "
+                            "(%s): a restart here resumes from the checkpoint, another member redoes at most one "
+                            "checkpoint interval", describe(self._commit_error))  # fmt: skip
+                ok = True
             else:
                 log.error("stopping: final checkpoint and commit FAILED while %s", self._failed_step or "?")
             return 0 if ok else 1
@@ -867,14 +953,15 @@ def run_serve(args, parser=None) -> int:
         timer.daemon = True
         timer.start()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     try:
         daemon.start_metrics()
     except OSError as exc:
-        print(f"robustream serve: error: --metrics-port {cfg.metrics_port}: cannot listen ({exc.strerror})",
-              file=sys.stderr)  # fmt: skip
+        where = (f"--metrics-host {cfg.metrics_host}" if isinstance(exc, socket.gaierror)
+                 else f"--metrics-port {cfg.metrics_port}")  # fmt: skip
+        print(f"robustream serve: error: {where}: cannot listen ({exc.strerror or exc})", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         return daemon.run()
     except ClientSettingsError as exc:  # settings only the clients could check
