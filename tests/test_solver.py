@@ -159,7 +159,7 @@ def test_exhaustive_oracle_on_tiny_instances():
     """n <= 14, d in {2, 3, 5}, 1-3 planted outliers; >= 0.9 of the optimal width on >= 95% (the
     issue's bar) for solve() and for RGDSVC (measured 200 and 200), and what the search adds: these
     instances are easy enough that trimming along the root alone reaches the bar on 194, so the test
-    also asks for >= 0.99 of the optimum on >= 196 (measured 198) and for the tree to widen its root
+    also asks for >= 0.99 of the optimum on >= 194 (measured 198; a few spare for another CPU's rounding) and for the tree to widen its root
     on most instances (measured 186)."""
     rng = np.random.default_rng(2024)
     delta = 0.5
@@ -183,7 +183,7 @@ def test_exhaustive_oracle_on_tiny_instances():
         near_optimal += sol.margin_width >= 0.99 * optimum
         widened += sol.tree_width > root.tree_width + 1e-12
     assert successes >= 190 and estimator_successes >= 190, (successes, estimator_successes)
-    assert near_optimal >= 194 and widened >= 150  # measured 198, (near_optimal, widened)
+    assert near_optimal >= 194 and widened >= 150, (near_optimal, widened)
 
 
 def _map_back_case(kind, d=2000, k=128, n=200, seed=0):

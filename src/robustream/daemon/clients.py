@@ -5,8 +5,9 @@ metadata request it cancels ("Metadata refresh: failed Cancelled") and the read 
 pending on the socket that ``close()`` just shut ("Error receiving network data closing socket").
 Nothing is wrong and nothing can be done about them, yet they read like failures at the end of a
 clean shutdown. :func:`close_client` counts the closes in progress, and :class:`QuietWhileClosing`,
-on the handler that prints kafka-python's records, drops those records while any close is in
-progress (from the closing thread and from the client's IO thread alike).
+on the handler that prints kafka-python's records, drops the records of those teardown kinds
+(:data:`TEARDOWN_MESSAGES`) while any close is in progress, from the closing thread and from the
+client's IO thread alike; every other record still shows.
 
 In the main thread a close is not cut short by Ctrl-C or SIGTERM either (:func:`deferred_interrupts`):
 a client interrupted half-way through ``close()`` keeps its IO thread, which then logs connection
@@ -32,6 +33,17 @@ Client = TypeVar("Client")
 
 _lock = threading.Lock()
 _closing = 0
+
+
+# kafka-python 3's message templates for the work its close() cancels or cuts off
+TEARDOWN_MESSAGES = frozenset({
+    "Metadata refresh: failed %s",
+    "Metadata refresh loop error: %s",
+    "%s: Error receiving network data closing socket",
+    "%s: Error sending request data: %s",
+    "%s: Abort (%s)",
+    "Error closing coroutine for cancelled task",
+})  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -62,16 +74,17 @@ def close_client(client: Any, **kwargs: Any) -> None:
     """``client.close(**kwargs)``, best effort and not cut short by an interrupt, with kafka-python's
     teardown records held back meanwhile."""
     global _closing
-    with _lock:
-        _closing += 1
-    try:
-        with deferred_interrupts():
-            client.close(**kwargs)
-    except Exception:  # noqa: BLE001 - closing is best effort
-        pass
-    finally:
+    # the count too: an interrupt between its increment and decrement would leave it up for good
+    with deferred_interrupts():
         with _lock:
-            _closing -= 1
+            _closing += 1
+        try:
+            client.close(**kwargs)
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+        finally:
+            with _lock:
+                _closing -= 1
 
 
 def closing_in_progress() -> bool:
@@ -80,10 +93,11 @@ def closing_in_progress() -> bool:
 
 
 class QuietWhileClosing(logging.Filter):
-    """Drops kafka-python's records below CRITICAL while :func:`close_client` is closing a client."""
+    """Drops kafka-python's teardown records (:data:`TEARDOWN_MESSAGES`) while :func:`close_client` is
+    closing a client."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.CRITICAL or not closing_in_progress()
+        return not (closing_in_progress() and record.msg in TEARDOWN_MESSAGES)
 
 
 @contextlib.contextmanager

@@ -332,8 +332,8 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     for flag in ("checkpoint-every", "checkpoint-keep", "accuracy-window", "max-poll-records"):
         if values[_dest(flag)] < 1:
             raise ValueError(f"--{flag}: must be at least 1, got {values[_dest(flag)]}")
-    if values["shutdown_timeout"] <= 0:  # 0 would end every stop at once, with exit code 1
-        raise ValueError(f"--shutdown-timeout: must be more than 0 seconds, got {values['shutdown_timeout']}")
+    if values["shutdown_timeout"] < 2:  # the final flush and checkpoint get half of it, and at least 1 s
+        raise ValueError(f"--shutdown-timeout: must be at least 2 seconds, got {values['shutdown_timeout']}")
     if values["metrics_port"] > 65535:
         raise ValueError(f"--metrics-port: expected a port number 0-65535, got {values['metrics_port']}")
     cfg = ServeConfig(values)

@@ -83,9 +83,9 @@ class EmbeddedBroker:
         cmd = [tansu_binary(), "broker", "--storage-engine", "memory://tansu/", "--listener-url", url,
                "--advertised-listener-url", url]  # fmt: skip
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        with deferred_interrupts():  # a Ctrl-C inside Popen would lose the child, which no signal of ours reaches
-            self.process = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, start_new_session=True)
         try:  # tansu runs in its own session: whatever ends the wait (Ctrl-C included) must not leave it behind
+            with deferred_interrupts():  # a Ctrl-C inside Popen would lose the child before self.process holds it
+                self.process = subprocess.Popen(cmd, stdout=self._log, stderr=self._log, start_new_session=True)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:

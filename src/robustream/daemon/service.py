@@ -597,9 +597,13 @@ class Daemon:
                 self.store.save(self.model, self.checkpoint_offsets, meta)
             except (OSError, ValueError) as exc:  # ValueError: StateError, or a value JSON cannot hold
                 # nothing is committed without its checkpoint: keep processing, retry at the next one
-                log.error("cannot write a checkpoint to %s: %s", self.cfg.checkpoint_dir, exc)
+                log.error("cannot write a checkpoint to %s: %s; retrying in %.1f s", self.cfg.checkpoint_dir, exc,
+                          self._backoff)  # fmt: skip
                 self._failed_step = "writing the checkpoint"
                 self.metrics.checkpoint_failures.inc()
+                # not at every poll: each try encodes the whole model, and a full disk stays full for a while
+                self._retry_at = time.monotonic() + self._backoff
+                self._backoff = min(self._backoff * 2, 30.0)
                 self.checkpoint_offsets, self.checkpoint_marks = previous_offsets, previous_marks
                 return None
             self.metrics.checkpoint_duration.observe(time.perf_counter() - start)
@@ -907,8 +911,8 @@ class Daemon:
             elif isinstance(self._commit_error, _MEMBERSHIP_ERRORS):
                 # a stop during a rolling deploy: nothing is lost, the offsets are in the checkpoint
                 log.warning("stopping: final checkpoint written; the group refused its commit while rebalancing "
-                            "(%s): a restart here resumes from the checkpoint, another member redoes at most one "
-                            "checkpoint interval", describe(self._commit_error))  # fmt: skip
+                            "(%s): a restart here resumes from the checkpoint, another member from the group's last "
+                            "committed offset", describe(self._commit_error))  # fmt: skip
                 ok = True
             else:
                 log.error("stopping: final checkpoint and commit FAILED while %s", self._failed_step or "?")
