@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import numbers
-import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .rows import as_rows
 from .sketch import SKETCH_KINDS, JLSketch, make_sketch
-from .validation import is_integer, is_real
+from .validation import is_integer, is_real, warn_stopped_at_cap
 from .solver import (
     AUTO_FRACTIONS,
     AUTO_SIDE_MARGIN,
@@ -175,9 +172,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         if isinstance(of, str):
             if of != "auto":
                 raise ValueError(f"outlier_fraction must be a float, a pair or 'auto', got {of!r}")
-        elif isinstance(of, (bool, np.bool_)):
-            raise ValueError(f"outlier_fraction must be a float, a pair or 'auto', got {of!r}")
-        elif isinstance(of, numbers.Real):
+        elif is_real(of):  # a bool is neither this nor a pair
             if not 0.0 <= of < 0.5:
                 raise ValueError(f"outlier_fraction must be in [0, 0.5), got {of!r}")
         else:
@@ -229,9 +224,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         stopped = sum(not sol.converged for sol in self.solutions_)
         if stopped:
             which = "the polish" if len(self.solutions_) == 1 else f"{stopped} of {len(self.solutions_)} polishes"
-            warnings.warn(f"RGDSVC: {which} stopped at max_iter={self.max_iter} before reaching tol={self.tol}; "
-                          "the model may be off. Standardise the features, or raise max_iter or tol.",
-                          ConvergenceWarning, stacklevel=2)  # fmt: skip
+            warn_stopped_at_cap(f"RGDSVC: {which}", "max_iter", self.max_iter, self.tol)
         return self
 
     def _sketch_for(self, n_features: int, seed: int) -> JLSketch | None:
@@ -252,7 +245,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             gram = gram_matrix(X)  # one-vs-rest: every class's problem has the same rows
         for k, y_pm in enumerate(problems):
             n_pos = int((y_pm > 0).sum())
-            if isinstance(outlier_fraction, numbers.Real):
+            if is_real(outlier_fraction):
                 noise_model = "binary" if self.classes_.size == 2 else "one_vs_rest"
                 fractions = per_class_outlier_fractions(float(outlier_fraction), n_pos, y_pm.size - n_pos,
                                                         noise_model)  # fmt: skip

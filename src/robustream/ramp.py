@@ -54,12 +54,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.exceptions import DataConversionWarning
 
 from robustream.blas import single_threaded_blas
 from robustream.kernels.dual_cd import dual_cd_csr, dual_cd_dense
 from robustream.rows import as_rows
-from robustream.validation import is_integer, is_real
+from robustream.validation import is_integer, is_real, warn_stopped_at_cap
 
 __all__ = ["RampSolution", "ramp_svm_cccp", "ramp_objective", "RampSVC", "NotFittedError"]
 
@@ -506,9 +506,8 @@ class RampSVC:
             tol=float(self.tol), max_epochs=int(self.max_epochs), bias_scale=1.0, seed=self._seed(),
         )
         if sol.unconverged:
-            warnings.warn(f"RampSVC: {len(sol.unconverged)} of {len(sol.n_epochs)} dual coordinate descent solves stopped at "
-                          f"max_epochs={self.max_epochs} before reaching tol={self.tol}; the model may be off. "
-                          "Standardise the features, or raise max_epochs or tol.", ConvergenceWarning, stacklevel=2)
+            warn_stopped_at_cap(f"RampSVC: {len(sol.unconverged)} of {len(sol.n_epochs)} dual coordinate descent solves",
+                                "max_epochs", self.max_epochs, self.tol)
         self.classes_ = classes
         self.coef_ = sol.coef.reshape(1, -1)
         self.intercept_ = np.array([sol.intercept])

@@ -1,18 +1,23 @@
-"""Type checks of parameters, one definition each (the estimators, learners and solvers share them).
+"""Type checks of parameters, one definition each (the estimators, learners and solvers share them),
+and the estimators' one warning for a solve stopped at its iteration cap.
 
 >>> import numpy as np
 >>> is_integer(3), is_integer(np.int64(3)), is_integer(True), is_integer(3.0)
 (True, True, False, False)
 >>> is_plain_int(np.int64(3)), is_real(0.5), is_real(np.float32(0.5)), is_real(False)
 (False, True, True, False)
+>>> is_plain_real(3), is_plain_real(0.5), is_plain_real(np.float32(0.5)), is_plain_real(True)
+(True, True, False, False)
 """
 
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 _BOOLS = (bool, np.bool_)
 
@@ -27,6 +32,18 @@ def is_plain_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def is_plain_real(value: Any) -> bool:
+    """A Python ``int`` or ``float`` (NumPy's float64 is one), not a bool: a real number parameter stored as JSON."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def is_real(value: Any) -> bool:
     """A real number of any kind, not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, _BOOLS)
+
+
+def warn_stopped_at_cap(what: str, cap_name: str, cap: int, tol: float) -> None:
+    """The ``ConvergenceWarning`` of a fit whose solves (``what``, e.g. "RGDSVC: the polish") stopped
+    at their iteration cap ``cap_name=cap`` before reaching ``tol``; raised at the estimator's caller."""
+    warnings.warn(f"{what} stopped at {cap_name}={cap} before reaching tol={tol}; the model may be off. "
+                  f"Standardise the features, or raise {cap_name} or tol.", ConvergenceWarning, stacklevel=3)

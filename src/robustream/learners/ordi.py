@@ -11,6 +11,7 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
+from ..validation import is_plain_real
 from .base import is_integer, numeric_row
 
 SCORES = ("exact", "bound")
@@ -140,10 +141,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         if self.classifier is not None and not isinstance(self.classifier, base.Classifier):
             raise ValueError(f"classifier must be a River classifier or None, got {self.classifier!r}")
         rf = self.removal_fraction
-        if not (isinstance(rf, (int, float)) and not isinstance(rf, bool) and 0.0 <= rf < 1.0):
+        if not (is_plain_real(rf) and 0.0 <= rf < 1.0):
             raise ValueError(f"removal_fraction must be a number in [0, 1), got {rf!r}")
         r = self.ridge
-        if not (isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r > 0):
+        if not (is_plain_real(r) and math.isfinite(r) and r > 0):
             raise ValueError(f"ridge must be a positive finite number, got {r!r}")
         if self.score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
