@@ -41,7 +41,7 @@ from sklearn.svm import LinearSVC
 
 import numba
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import header as run_header  # noqa: E402
+from _common import header as run_header, warm_up  # noqa: E402
 
 import robustream  # noqa: E402
 from robustream import RGDSVC
@@ -124,10 +124,11 @@ def run_one(name: str, seed: int, flip: float) -> dict:
     # outlier_fraction="auto" (internal holdout on the noisy training labels), default otherwise
     t0 = time.perf_counter()
     auto = RGDSVC(outlier_fraction="auto", random_state=seed).fit(Xtr, ytr)
+    auto_seconds = time.perf_counter() - t0  # the fit only, as select times the others
     # the picked rate, and where auto put its wrong labels (a one-sided pick is reported as its pair)
     scores = auto.auto_scores_
     rate = min(r for r, s in scores.items() if s == max(scores.values())) if scores else None
-    out["RGDSVC auto"] = {"error": 100.0 * (1.0 - auto.score(Xte, yte)), "seconds": time.perf_counter() - t0,
+    out["RGDSVC auto"] = {"error": 100.0 * (1.0 - auto.score(Xte, yte)), "seconds": auto_seconds,
                           "params": {"outlier_fraction_": auto.outlier_fraction_, "rate": rate,
                                      "side": auto.auto_sides_.get(rate, "both")}}  # fmt: skip
     # how well the discarded rows match the truly flipped ones (RGDSVC's own report)
@@ -174,6 +175,9 @@ def main(argv=None) -> None:
     parser.add_argument("--speed-only", action="store_true", help="only the fit-time section")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "batch_noise.json"))
     args = parser.parse_args(argv)
+    # the numba kernels load here: the first timed fit (RGDSVC's on the first data set) would carry them otherwise
+    warm_up(batch=[lambda p=p: RGDSVC(**p) for p in (RGD_SOFT_GRID[0], RGD_HARD_GRID[0], {"outlier_fraction": "auto"})]
+            + [RampSVC])  # fmt: skip
     if args.speed_only:
         speed = speed_section()
         secs = ", ".join(f"{k} {v:.3f} s" for k, v in speed["median_seconds"].items())
@@ -204,7 +208,7 @@ def main(argv=None) -> None:
           f"ramp CCCP {len(RAMP_S_GRID)} (at LinearSVC's C), oracle {len(C_GRID)} (clean labels)")  # fmt: skip
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    summary = {"within_0.3_of_best_peer": [], "below_linear_svc": []}
+    summary = {"at_most_0.3_above_best_peer": [], "below_linear_svc": []}
     for name, runs in results.items():
         cells = []
         for m in METHODS:
@@ -213,9 +217,10 @@ def main(argv=None) -> None:
         # rounded: equal error counts give means that differ in the last bits
         mean = {m: round(float(np.mean([r[m]["error"] for r in runs])), 9) for m in METHODS}
         peer = min(mean["LinearSVC"], mean["ramp CCCP"])
-        if mean["RGDSVC"] <= peer + 0.3:
-            summary["within_0.3_of_best_peer"].append(name)
-        if mean["RGDSVC"] < mean["LinearSVC"]:
+        # the difference rounded too: a gap of exactly 0.3 points must compare as 0.3 (one-sided: below is fine)
+        if round(mean["RGDSVC"] - peer, 9) <= 0.3:
+            summary["at_most_0.3_above_best_peer"].append(name)
+        if round(mean["RGDSVC"] - mean["LinearSVC"], 9) < 0:
             summary["below_linear_svc"].append(name)
         secs = [np.mean([r[m]["seconds"] for r in runs]) for m in ("RGDSVC", "LinearSVC")]
         prec = np.mean([r["RGDSVC"]["outlier_precision"] for r in runs])
@@ -223,8 +228,8 @@ def main(argv=None) -> None:
         shape = f"{runs[0]['n_train']} x {runs[0]['n_features']}"
         print(f"| {name} | {shape} | " + " | ".join(cells) + f" | {secs[0]:.3f} | {secs[1]:.3f} | {prec:.2f}/{rec:.2f} |")
     print()
-    print(f"RGDSVC within 0.3 points of min(LinearSVC, ramp CCCP): {len(summary['within_0.3_of_best_peer'])}/{len(results)}"
-          f" -> not on: {sorted(set(results) - set(summary['within_0.3_of_best_peer']))}")  # fmt: skip
+    print(f"RGDSVC at most 0.3 points above min(LinearSVC, ramp CCCP): {len(summary['at_most_0.3_above_best_peer'])}/"
+          f"{len(results)} -> not on: {sorted(set(results) - set(summary['at_most_0.3_above_best_peer']))}")  # fmt: skip
     print(f"RGDSVC strictly below tuned LinearSVC: {len(summary['below_linear_svc'])}/{len(results)}")
     for name in results:
         if name.startswith("synthetic-"):

@@ -40,7 +40,7 @@ from scipy.stats import rankdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import header  # noqa: E402
+from _common import header, warm_up  # noqa: E402
 from batch_noise import C_GRID, select, standardise  # noqa: E402
 
 from robustream import RGDSVC  # noqa: E402
@@ -259,6 +259,15 @@ def run_batch_method(name, split, seed, binary, scaled):
     return out
 
 
+def warm_up_cells() -> None:
+    """Load the numba kernels in a process that runs cells, before its first cell: its first methods
+    would pay for them in their seconds otherwise."""
+    X_like = np.zeros((600, 20))  # what make_stream_model reads: dense rows, the stream's length
+    stream = [lambda learner=learner, params=grid[0]: make_stream_model(learner, params, 0, True, X_like)[0]
+              for learner, grid in STREAM_METHODS.values()]  # fmt: skip
+    warm_up(stream=stream, batch=[lambda: RGDSVC(random_state=0), lambda: RGDSVC(random_state=0, outlier_fraction="auto")])
+
+
 def run_cell(job: tuple) -> dict:
     """All methods on one (dataset, seed, flip, noise)."""
     name, seed, flip, noise = job
@@ -286,8 +295,8 @@ def run_cell(job: tuple) -> dict:
 def drift_data(n: int, seed: int, flip: float = 0.15):
     """Two Gaussian classes (d = 20); the concept rotates by 90 degrees after the first half of the
     stream: x -> R x with R a rotation in the plane of the Bayes direction and a random orthogonal
-    direction, so the old boundary is as wrong as possible on the new concept. Returns the noisy
-    stream (X, y, y_clean) and clean test rows of the new concept."""
+    direction, so the old boundary is wrong on a large share of the new concept (how large depends on
+    the seed). Returns the noisy stream (X, y, y_clean) and clean test rows of the new concept."""
     X, y, p = make_gaussian_classes((n, n), d=20, seed=seed, return_params=True)
     rng = np.random.default_rng(seed + 1000)
     u = p.bayes_direction() / np.linalg.norm(p.bayes_direction())
@@ -415,6 +424,12 @@ def mean_error(runs: list[dict], method: str) -> float:
     """Mean test error % over seeds, rounded so that equal error counts compare equal (the means of
     equal counts can differ in the last bits, which would break ties in the counts and ranks)."""
     return round(float(np.mean([r[method]["error"] for r in runs])), 9)
+
+
+def gap(runs: list[dict], method: str, others: list[str]) -> float:
+    """Mean test error of ``method`` minus the lowest of ``others``, in points, rounded as mean_error:
+    a gap of exactly 1 point is 1.0, not 1.0000000000000002."""
+    return round(mean_error(runs, method) - min(mean_error(runs, m) for m in others), 9)
 
 
 def avg_rank(cells: dict[str, list[dict]], names: list[str]) -> dict[str, float]:
@@ -546,11 +561,11 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
               f"{m} {ranks[m]:.2f}" for m in sorted(METHODS, key=ranks.get)) + ".", ""]  # fmt: skip
     river_peers = [m for m in STREAM_METHODS if m.startswith("River")]
     for ours, batch in (("RGD stream", "RGDSVC"), ("RGD stream auto", "RGDSVC auto")):
-        beats = [k for k in counted if mean_error(main[k], ours) < min(mean_error(main[k], m) for m in river_peers)]
-        within = [k for k in counted if mean_error(main[k], ours) <= mean_error(main[k], batch) + 1.0]
+        beats = [k for k in counted if gap(main[k], ours, river_peers) < 0]
+        within = [k for k in counted if gap(main[k], ours, [batch]) <= 1.0]  # one-sided: below batch is fine
         L += [f"{ours} below every River learner (a tie is not below): {len(beats)}/{len(counted)} data sets"
               f"{' (not on: ' + ', '.join(sorted(set(counted) - set(beats))) + ')' if len(beats) < len(counted) else ''}. "
-              f"{ours} within 1 point of batch {batch}: {len(within)}/{len(counted)}"
+              f"{ours} at most 1 point above batch {batch}: {len(within)}/{len(counted)}"
               f"{' (not on: ' + ', '.join(sorted(set(counted) - set(within))) + ')' if len(within) < len(counted) else ''}.", ""]  # fmt: skip
     L += ["Prequential accuracy against the clean labels during the pass (streaming methods, %, mean over seeds):", ""]
     L += ["| dataset | " + " | ".join(STREAM_METHODS) + " |", "|" + "---|" * (len(STREAM_METHODS) + 1)]
@@ -585,7 +600,8 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
     L += ["## 4. Drift: the concept rotates mid-stream", "", stamp,
           f"Two Gaussian classes, d = 20, {drift[0]['n_stream']} stream rows with 15% uniform flips; after row "
           f"{drift[0]['drift_at']} every row (and the clean test set) is rotated by 90° in the plane of the Bayes "
-          "direction, so the old boundary is wrong on the new concept. Hyper-parameters: each method's "
+          "direction and a random orthogonal one, so the old boundary is wrong on a large share of the new "
+          "concept (how large depends on the seed). Hyper-parameters: each method's "
           "most-picked values in section 1. Batch methods fit the whole noisy stream once. "
           f"{len(drift)} seed(s), mean.", ""]  # fmt: skip
     L += ["| method | prequential accuracy % | prequential accuracy, last quarter % | test error on the new concept % |",
@@ -603,8 +619,8 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
           "Section 1's runs (binary data sets). Flagged rows: RGDSVC — `outlier_mask_`; RGD/Coreset/Ramp stream — "
           "`outlier_score_one(x, y) > 0` (wrong side of the final model) over the train split after the pass; "
           "ORDI — the rows it did not pass to its classifier; cleanlab — `find_label_issues`; LinearSVC — rows on "
-          "the wrong side of the tuned model (a baseline, it does not flag by design). Mean over data sets and "
-          "seeds; `flagged` = share of train rows flagged (truth: 15%).", ""]  # fmt: skip
+          "the wrong side of the tuned model (a baseline, it does not flag by design). Mean over data sets (each "
+          "once, as in section 1's summaries) and seeds; `flagged` = share of train rows flagged (truth: 15%).", ""]  # fmt: skip
     L += ["| method | precision | recall | F1 | flagged | best F1 on |", "|---|---|---|---|---|---|"]
     flaggers = [m for m in METHODS if any("outliers" in r[m] for k in names for r in main[k])]
     best_on = Counter()
@@ -616,7 +632,7 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
             for m in top:  # a tie shares the data set
                 best_on[m] += 1 / len(top)
     for m in flaggers:
-        vals = [r[m]["outliers"] for k in names for r in main[k] if "outliers" in r[m]]
+        vals = [r[m]["outliers"] for k in counted for r in main[k] if "outliers" in r[m]]
         L.append(f"| {m} | " + " | ".join(f"{np.mean([v[q] for v in vals]):.3f}"
                                           for q in ("precision", "recall", "f1", "flagged"))
                  + f" | {best_on[m]:.3g} data sets |")  # fmt: skip
@@ -642,8 +658,8 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
     for m, r in timing["methods"].items():
         L.append(f"| {m} | {r['seconds']:.3f} | {r['rows_per_s']:.0f} | {r['peak_mib']:.2f} | {r['size_kib']:.1f} |")
     L += ["", "Bottom: section 1's runs — seconds summed over all data sets (mean over seeds) for the whole "
-          "validation search of the row's method (every pass or fit of its grid) and the median pickled model size. Worker processes ran side by side, so these "
-          "seconds are indicative.", ""]  # fmt: skip
+          "validation search of the row's method (every pass or fit of its grid) and the median pickled model size. Worker processes ran side by side (each "
+          "loaded the numba kernels before its first data set), so these seconds are indicative.", ""]  # fmt: skip
     L += ["| method | total seconds | median model KiB |", "|---|---|---|"]
     for m in METHODS:
         tot = sum(np.mean([r[m]["seconds"] for r in main[k]]) for k in names)
@@ -696,10 +712,11 @@ def main(argv: list[str] | None = None) -> int:
     order = sorted(range(len(jobs)), key=lambda i: -weight[jobs[i][0]])
     results: list[dict | None] = [None] * len(jobs)
     if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
+        with ProcessPoolExecutor(args.jobs, initializer=warm_up_cells) as pool:
             for i, res in zip(order, pool.map(run_cell, [jobs[i] for i in order])):
                 results[i] = res
     else:
+        warm_up_cells()
         for i in order:
             results[i] = run_cell(jobs[i])
 

@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from river import linear_model, preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import header  # noqa: E402
+from _common import header, warm_up  # noqa: E402
 
 from robustream import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier  # noqa: E402
 from robustream.datasets import load, make_gaussian_classes, noisy_split  # noqa: E402
@@ -141,6 +141,8 @@ def main() -> None:
     seeds = args.seeds or (1 if args.quick else 2)
     n_mem = args.memory_rows if args.memory_rows is not None else (5_000 if args.quick else 20_000)
     make = learners()
+    # the numba kernels load here: the first pass would carry them in its seconds (and memory) otherwise
+    warm_up(stream=[lambda f=factory: preprocessing.StandardScaler() | f() for factory in make.values()])
 
     if args.memory_only:
         names = []
