@@ -393,6 +393,31 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
     assert daemon.metrics.value("robustream_outputs_dropped_total") == 2
 
 
+def test_a_concept_drift_is_logged_with_the_message_that_found_it(tmp_path, caplog):
+    import logging
+
+    import numpy as np
+
+    from robustream.daemon.service import Daemon
+
+    class Producer:  # process() only queues the records
+        def send(self, topic, key=None, value=None):
+            return None
+
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9"]
+    daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    daemon.producer = Producer()
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4000, 5))
+    labels = np.where(np.arange(4000) < 3000, X[:, 0] > 0, X[:, 1] > 0)  # the concept changes at offset 3000
+    with caplog.at_level(logging.WARNING, logger="robustream.daemon"):
+        for i, (x, y) in enumerate(zip(X, labels)):
+            message = {"id": str(i), "x": {f"f{j}": float(v) for j, v in enumerate(x)}, "y": int(y)}
+            daemon.process("in", 0, i, None, json.dumps(message).encode())
+    drifts = [r.getMessage() for r in caplog.records if "concept drift" in r.getMessage()]
+    assert len(drifts) == 1 and drifts[0].startswith("concept drift at in/0/3249: ")  # the 13th rebuild, drifts
+
+
 def test_a_checkpoint_that_cannot_be_written_is_retried_after_a_backoff_not_at_every_poll(tmp_path, monkeypatch):
     import errno
     import time

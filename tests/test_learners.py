@@ -657,6 +657,76 @@ def test_recovers_from_a_rotated_concept_within_about_one_window():
     assert recovered > 0.9, (before, just_after, recovered)
 
 
+def _axis_drift(seed: int, n_before: int = 3000, n_after: int = 1000, flip: float = 0.15):
+    """Rows in d = 10 labelled by the sign of feature 0, then (from row n_before) of feature 1; the
+    clean labels and the noisy ones."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_before + n_after, 10))
+    y = np.where(np.arange(len(X)) < n_before, X[:, 0] > 0, X[:, 1] > 0)
+    rows = [{f"f{j}": float(v) for j, v in enumerate(r)} for r in X]
+    return rows, y, y ^ (rng.random(len(X)) < flip)
+
+
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
+def test_a_drift_drops_the_old_concept_within_about_one_rebuild(cls):
+    # With the default window (1000) and coreset (500), a coreset of the old concept outlived the
+    # window: 500 rows after the change the model was right on about 70% of the new concept. The
+    # drift test finds the change at the first rebuild after it and drops the old rows.
+    rows, y, y_noisy = _axis_drift(seed=1)
+    model = cls(seed=0)
+    hits = []
+    for i, x in enumerate(rows):
+        hits.append(model.predict_one(x) == y[i])
+        model.learn_one(x, bool(y_noisy[i]))
+    assert np.mean(hits[2000:3000]) > 0.9  # the old concept was learnt
+    assert model.n_drifts_ == 1
+    assert np.mean(hits[3500:]) > 0.85, np.mean(hits[3500:])
+    index = {tuple(x.values()): i for i, x in enumerate(rows)}
+    # the rows of the old concept are gone, but for those of the interval that showed the change
+    assert min(index[tuple(x.values())] for x, _ in model._buffer.rows()) >= 3000 - model.rebuild_every
+
+
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
+def test_no_drift_is_found_on_a_stationary_stream_with_flipped_labels(cls):
+    model = cls(seed=0)
+    for x, y, _ in _noisy_stream(8000, flip=0.2, seed=4):
+        model.learn_one(x, y)
+    assert model.n_rebuilds_ == 32 and model.n_drifts_ == 0
+
+
+def test_the_drift_test_can_be_turned_off_and_its_state_survives_copies(tmp_path):
+    import json
+
+    from robustream.daemon.state import decode_state, encode_state
+
+    rows, y, y_noisy = _axis_drift(seed=2, n_after=1500)
+    stream = list(zip(rows, y_noisy.tolist(), y.tolist()))
+    off = RGDSVMClassifier(drift_threshold=None, seed=0)
+    _learn(off, stream)
+    index = {tuple(x.values()): i for i, x in enumerate(rows)}
+    assert off.n_drifts_ == 0
+    assert min(index[tuple(x.values())] for x, _ in off._buffer.rows()) < 2000  # the coreset keeps the old concept
+    model = RGDSVMClassifier(seed=0)
+    _learn(model, stream[:3260])  # the change is under test
+    model.save(tmp_path / "drift.json")
+    copies = [
+        copy.deepcopy(model), pickle.loads(pickle.dumps(model)), RGDSVMClassifier.load(tmp_path / "drift.json"),
+        decode_state(json.loads(json.dumps(encode_state(model)))),
+    ]  # fmt: skip
+    _learn(model, stream[3260:])
+    assert model.n_drifts_ == 1
+    for c in copies:
+        _learn(c, stream[3260:])
+        assert c.weights == model.weights and c.n_drifts_ == 1
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), "5", True])
+def test_invalid_drift_threshold_is_rejected(bad):
+    for cls in (RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier):
+        with pytest.raises(ValueError, match="drift_threshold must be a positive number or None"):
+            cls(drift_threshold=bad)
+
+
 @pytest.mark.dataset
 def test_one_vs_rest_on_the_mnist_test_set_with_flipped_labels():
     from river import multiclass

@@ -218,6 +218,11 @@ def _binary_parts(model: Any) -> list[Any]:
     return _binary_parts(inner) if inner is not None else []
 
 
+def _drift_count(parts: list) -> int:
+    """Concept drifts the robustream learners among ``parts`` have found (``n_drifts_``)."""
+    return sum(getattr(p, "n_drifts_", 0) for p in parts)
+
+
 def _members_may_change(model: Any) -> bool:
     """Whether learning can add binary learners to ``model`` (a one-vs-rest model adds one per new class)."""
     while model is not None and not hasattr(model, "margin_width_"):
@@ -287,6 +292,7 @@ class Daemon:
                                          max_features=cfg.max_features)  # fmt: skip
         self._parts = _binary_parts(self.model)  # looked up per message only when they may change
         self._parts_may_change = _members_may_change(self.model)
+        self._drifts_seen = _drift_count(self._parts)
         self.n_processed = 0
         self.n_learned = getattr(self, "_restored_learned", 0)
         self._publish_model_gauges()
@@ -426,6 +432,11 @@ class Daemon:
         if after == before:
             return False
         tally.rebuild_failures += after[1] - before[1]
+        drifts = _drift_count(parts)
+        if drifts > self._drifts_seen:  # found as that rebuild started
+            log.warning("concept drift at %s/%d/%d: the model's error rose, so its coreset and older window rows "
+                        "were dropped (%d drift(s) since the model was created)", topic, partition, offset, drifts)
+        self._drifts_seen = drifts
         self._publish_model_gauges()
         if after[0] != before[0]:
             self.metrics.last_rebuild.set(time.time())

@@ -11,7 +11,7 @@ import os
 import pickle
 import sys
 import warnings
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any, Hashable, Iterable
 
 import numpy as np
@@ -22,10 +22,17 @@ from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
 from ..validation import is_plain_int as is_integer  # the parameters are saved as JSON: Python ints
+from ..validation import is_plain_real
 from .rebuild_worker import WorkerUnavailable, solve_worker
 
 
 DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a dense matrix
+# the drift test (see RebuildingLinearClassifier._check_drift): rows it needs on each side, and the
+# smallest rise of the error rate it calls a drift (a few more errors of a model with almost none are not)
+DRIFT_MIN_ROWS = 30
+DRIFT_MIN_REFERENCE_ROWS = 200
+DRIFT_MIN_RISE = 0.05
+DRIFT_WARNING = 2.0  # z above which tested rows are held out of the reference (DDM's warning level)
 _DOWN = 2.0**-512  # sparse_dot's scale for products beyond floats
 
 
@@ -105,6 +112,20 @@ def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> d
     return row
 
 
+def error_rise(errors: int, rows: int, ref_errors: int, ref_rows: int) -> tuple[float, float]:
+    """``(rise, z)``: how far the error rate ``errors / rows`` lies above the reference rate, and the
+    one-sided two-proportion z of that rise (pooled variance; 0 when neither side has an error).
+
+    >>> rise, z = error_rise(30, 100, 150, 1000)  # 30% against 15%
+    >>> round(rise, 2), round(z, 2)
+    (0.15, 3.87)
+    """
+    rise = errors / rows - ref_errors / ref_rows
+    pooled = (errors + ref_errors) / (rows + ref_rows)
+    spread = math.sqrt(pooled * (1.0 - pooled) * (1.0 / rows + 1.0 / ref_rows))
+    return rise, (rise / spread if spread > 0.0 else 0.0)
+
+
 def _sigmoid(z: float) -> float:
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -132,12 +153,22 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if not (is_integer(self.coreset_size) and self.coreset_size >= 0):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
+        threshold = self.drift_threshold
+        if not (threshold is None or (is_plain_real(threshold) and 0.0 < threshold < math.inf)):
+            raise ValueError(f"drift_threshold must be a positive number or None, got {threshold!r}")
         self.weights: dict[Hashable, float] = {}
         self.intercept_ = 0.0
         self.margin_width_ = 0.0
         self.outlier_rate_ = 0.0
         self.n_rebuilds_ = 0
         self.n_failed_rebuilds_ = 0
+        self.n_drifts_ = 0
+        # the drift test's reference (errors, rows since the last drift) and the rows learned since the last test
+        self._drift_errors = 0
+        self._drift_rows = 0
+        self._suspect_errors = 0  # rows held out of the reference while their errors look drifted
+        self._suspect_rows = 0
+        self._untested_rows = 0
         self._margin_unit = 1.0
         self._proba_slope = 1.0
         self._since_rebuild = 0
@@ -199,6 +230,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
         row = numeric_row(x, self._canonical_keys)
         self._buffer.window.append((row, sign))
+        self._untested_rows += 1
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)
             if self.rebuild_lag and len(self._buffer.window) == 1:
@@ -222,7 +254,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if self._pending is None:
             return
         self._pending["due"] = self.rebuild_lag
-        features, X = self._pending["matrix"] = self._matrix(self._pending)
+        features, X = self._pending["matrix"]
         try:
             if type(self).__module__ == "__main__":
                 raise WorkerUnavailable(f"{type(self).__qualname__} is defined in __main__, which the worker cannot import")
@@ -267,9 +299,13 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     # snapshot, and it is applied after exactly ``rebuild_lag`` more rows, so the model is the same on
     # every machine.
     def _snapshot(self) -> dict | None:
-        """The rows, labels, solver context and seed of a rebuild; None (a failed rebuild) when a class
-        has fewer than 2 rows."""
+        """The rows, labels, matrix, solver context and seed of a rebuild (after the drift test);
+        None (a failed rebuild) when a class has fewer than 2 rows."""
         rows = self._buffer.rows()
+        matrix = self._matrix(rows)
+        if self._check_drift(*matrix):  # rows were dropped
+            rows = self._buffer.rows()
+            matrix = self._matrix(rows)
         signs = np.array([s for _, s in rows])
         n_pos = int((signs > 0).sum())
         if n_pos < 2 or signs.size - n_pos < 2:
@@ -279,18 +315,62 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if self._support:  # the last solution's convex coefficients: where this solve's polish starts
             weight = {id(item): w for item, w in self._support}
             context["polish_start"] = np.array([weight.get(id(item), 0.0) for item in rows])
-        return {"rows": rows, "signs": signs, "context": context, "seed": self.seed + self.n_rebuilds_}
+        return {"rows": rows, "signs": signs, "context": context, "seed": self.seed + self.n_rebuilds_,
+                "matrix": matrix}
 
-    def _matrix(self, snapshot: dict):
-        """``(features, X)`` of a snapshot's rows (dense when mostly non-zero); on the caller's thread."""
-        features, X = self._buffer.matrix(snapshot["rows"])  # its cache is used by one rebuild at a time
+    def _check_drift(self, features: list, X) -> bool:
+        """Forget the past when the model's error rises for good: a concept drift (DDM-like).
+
+        The rows learned since the last test were not in the current model's solve, so its error on
+        them (against their labels, wrong ones included) is an honest estimate. It is compared with
+        the error on the rows tested since the last drift (the reference) by a one-sided, pooled
+        two-proportion z-test. Rows whose z is above ``DRIFT_WARNING`` stay out of the reference and
+        are tested together with the next ones; when the z of those rows reaches
+        ``drift_threshold`` (and their error rate is ``DRIFT_MIN_RISE`` above the reference), the
+        coreset and the window's rows from before them are dropped: a coreset of the old concept
+        would otherwise outlive the window and pull every later solve back towards it. ``X``: the
+        matrix of the buffered rows (window last; columns ``features``). True when rows were dropped.
+        """
+        window = self._buffer.window
+        n_new = min(self._untested_rows, len(window))
+        self._untested_rows = 0
+        if self.drift_threshold is None or self.n_rebuilds_ == 0 or n_new == 0:
+            return False  # before the first rebuild the model learns from these rows: no honest error
+        w = np.fromiter((self.weights.get(f, 0.0) for f in features), np.float64, len(features))
+        with np.errstate(**_FP_POLICY), single_threaded_blas():  # one BLAS thread, as in the solve
+            predicted = np.asarray(X[X.shape[0] - n_new:] @ w).ravel() + self.intercept_ > 0.0
+        labels = np.fromiter((s > 0.0 for _, s in islice(window, len(window) - n_new, None)), bool, n_new)
+        errors = int(np.count_nonzero(predicted != labels))
+        ref = (self._drift_errors, self._drift_rows)
+        suspect = (self._suspect_errors + errors, self._suspect_rows + n_new)
+        if ref[1] >= DRIFT_MIN_REFERENCE_ROWS and suspect[1] >= DRIFT_MIN_ROWS:
+            rise, z = error_rise(*suspect, *ref)
+            if rise >= DRIFT_MIN_RISE and z > self.drift_threshold:
+                self.n_drifts_ += 1
+                self._buffer.coreset = []
+                for _ in range(len(window) - min(suspect[1], len(window))):
+                    window.popleft()
+                self._support = []
+                self._drift_errors = self._drift_rows = self._suspect_errors = self._suspect_rows = 0
+                return True
+            if error_rise(errors, n_new, *ref)[1] > DRIFT_WARNING:  # these rows alone look drifted: wait
+                self._suspect_errors, self._suspect_rows = suspect
+                return False
+        self._drift_errors += suspect[0]
+        self._drift_rows += suspect[1]
+        self._suspect_errors = self._suspect_rows = 0
+        return False
+
+    def _matrix(self, rows: list):
+        """``(features, X)`` of buffered rows (dense when mostly non-zero); on the caller's thread."""
+        features, X = self._buffer.matrix(rows)  # its cache is used by one rebuild at a time
         if sp.issparse(X) and X.nnz > DENSE_ABOVE * X.shape[0] * X.shape[1]:
             X = X.toarray()  # dense BLAS products are several times faster than sparse ones on dense rows
         return features, X
 
     def _compute(self, snapshot: dict):
         """The solve of a snapshot, here: ``(features, X, fit, context)``."""
-        features, X = self._matrix(snapshot)
+        features, X = snapshot["matrix"]
         return (features, X, *self._solve_here(X, features, snapshot))
 
     def _solve_here(self, X, features: list, snapshot: dict):
@@ -319,7 +399,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     def _finish_pending(self) -> None:
         pending, self._pending = self._pending, None
-        features, X = pending.get("matrix") or self._matrix(pending)  # a copy has no matrix (nor worker)
+        features, X = pending.get("matrix") or self._matrix(pending["rows"])  # a copy has no matrix (nor worker)
         future, solved, unavailable = pending.get("future"), None, None
         if future is not None and pending.get("pid") == os.getpid():  # (a forked child has no worker for it)
             try:
@@ -377,6 +457,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def __setstate__(self, state: dict) -> None:
         # states written by versions without background rebuilds or the key-order cache lack these
         self.__dict__.update({"_pending": None, "_support": [], "_arrival_keys": (), "_canonical_keys": []})
+        # ... nor the drift test (off for them: the model they describe had none)
+        self.__dict__.update({"drift_threshold": None, "n_drifts_": 0, "_drift_errors": 0, "_drift_rows": 0,
+                              "_suspect_errors": 0, "_suspect_rows": 0, "_untested_rows": 0})
         self.__dict__.update(state)
 
     # -- mini-batch API ------------------------------------------------------------------------
@@ -422,6 +505,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             "margin_unit": self._margin_unit,
             "proba_slope": self._proba_slope,
             "since_rebuild": self._since_rebuild,
+            "drift": [self.n_drifts_, self._drift_errors, self._drift_rows, self._suspect_errors,
+                      self._suspect_rows, self._untested_rows],
             "window": [[enc(x), s] for x, s in self._buffer.window],
             # a coreset row that is also in the window is stored as its window position
             "coreset": [
@@ -458,6 +543,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._margin_unit = st["margin_unit"]
         self._proba_slope = st["proba_slope"]
         self._since_rebuild = st["since_rebuild"]
+        # files written before the drift test have none
+        (self.n_drifts_, self._drift_errors, self._drift_rows, self._suspect_errors, self._suspect_rows,
+         self._untested_rows) = st.get("drift", [0] * 6)
         window = [(dec(x), s) for x, s in st["window"]]
         self._buffer.window.extend(window)
         self._buffer.coreset = [window[b] if a == "window" else (dec(a), b) for a, b in st["coreset"]]

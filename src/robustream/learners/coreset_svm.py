@@ -16,6 +16,8 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     what explicit outlier removal buys.
     ``rebuild_lag > 0`` runs the rebuilds in a worker process, as in
     :class:`~robustream.RGDSVMClassifier`.
+    ``drift_threshold`` (None: off) drops the coreset and the window's older rows when the model's
+    error jumps (a concept drift; ``n_drifts_`` counts them), as in :class:`~robustream.RGDSVMClassifier`.
 
     Examples
     --------
@@ -35,6 +37,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
         polish: str = "auto",
         nu: float = 0.3,
         seed: int = 0,
+        drift_threshold: float | None = 5.0,
     ):
         self.window_size = window_size
         self.coreset_size = coreset_size
@@ -43,6 +46,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
         self.polish = polish
         self.nu = nu
         self.seed = seed
+        self.drift_threshold = drift_threshold
         check_polish(polish, nu)
         self._init_state()
 

@@ -17,6 +17,8 @@ class RampSVMClassifier(RebuildingLinearClassifier):
     with ``y f(x) < s``. Margins are in the canonical hinge scale (``|f| = 1`` on the margin).
     ``rebuild_lag > 0`` runs the rebuilds in a worker process, as in
     :class:`~robustream.RGDSVMClassifier`.
+    ``drift_threshold`` (None: off) drops the coreset and the window's older rows when the model's
+    error jumps (a concept drift; ``n_drifts_`` counts them), as in :class:`~robustream.RGDSVMClassifier`.
 
     Examples
     --------
@@ -36,6 +38,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
         rebuild_every: int = 250,
         rebuild_lag: int = 0,
         seed: int = 0,
+        drift_threshold: float | None = 5.0,
     ):
         self.C = C
         self.s = s
@@ -44,6 +47,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
         self.rebuild_every = rebuild_every
         self.rebuild_lag = rebuild_lag
         self.seed = seed
+        self.drift_threshold = drift_threshold
         if not C > 0:
             raise ValueError(f"C must be positive, got {C!r}")
         if not s < 1:
