@@ -393,7 +393,7 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
     assert daemon.metrics.value("robustream_outputs_dropped_total") == 2
 
 
-def test_a_concept_drift_is_logged_with_the_message_that_found_it(tmp_path, caplog):
+def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(tmp_path, caplog):
     import logging
 
     import numpy as np
@@ -415,7 +415,9 @@ def test_a_concept_drift_is_logged_with_the_message_that_found_it(tmp_path, capl
             message = {"id": str(i), "x": {f"f{j}": float(v) for j, v in enumerate(x)}, "y": int(y)}
             daemon.process("in", 0, i, None, json.dumps(message).encode())
     drifts = [r.getMessage() for r in caplog.records if "concept drift" in r.getMessage()]
-    assert len(drifts) == 1 and drifts[0].startswith("concept drift at in/0/3249: ")  # the 13th rebuild, drifts
+    assert len(drifts) == 1 and drifts[0].startswith("concept drift at in/0/3249: "), drifts  # the 13th rebuild
+    daemon.metrics.publish(daemon._tally)  # as process_batch does after each poll
+    assert daemon.metrics.value("robustream_concept_drifts_total") == 1
 
 
 def test_a_checkpoint_that_cannot_be_written_is_retried_after_a_backoff_not_at_every_poll(tmp_path, monkeypatch):

@@ -720,6 +720,68 @@ def test_the_drift_test_can_be_turned_off_and_its_state_survives_copies(tmp_path
         assert c.weights == model.weights and c.n_drifts_ == 1
 
 
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
+def test_a_burst_of_wrong_labels_is_not_taken_for_a_drift(cls):
+    # One concept throughout; the flip rate goes from 5% to 35% at row 3000. The model's error on
+    # the labels jumps as after a drift, but a classifier fitted on the new rows errs as much: the
+    # coreset of cleaner rows is kept (dropping it cost 3-10 points of clean accuracy).
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(5000, 10))
+    y = X @ rng.normal(size=10) > 0
+    y_noisy = y ^ (rng.random(5000) < np.where(np.arange(5000) < 3000, 0.05, 0.35))
+    model = cls(seed=0)
+    for i, r in enumerate(X):
+        model.learn_one({f"f{j}": float(v) for j, v in enumerate(r)}, bool(y_noisy[i]))
+    assert model.n_drifts_ == 0
+
+
+def test_a_drift_is_found_with_a_rebuild_period_shorter_than_the_test_needs():
+    # rebuild_every < DRIFT_MIN_ROWS: the tested rows of several rebuilds are pooled
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 2))
+    y = np.where(np.arange(2000) < 1500, X[:, 0] > 0, X[:, 0] < 0)  # the concept turns over at row 1500
+    model = RGDSVMClassifier(rebuild_every=25, seed=0)
+    hits = []
+    for r, label in zip(X, y):
+        x = {"a": float(r[0]), "b": float(r[1])}
+        hits.append(model.predict_one(x) == label)
+        model.learn_one(x, bool(label))
+    assert model.n_drifts_ == 1 and np.mean(hits[1600:]) > 0.9
+
+
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier])
+def test_a_solution_that_is_zero_up_to_rounding_is_a_failed_rebuild(cls):
+    # the window holds one row with both labels: the solve returns w ~ 1e-16, which made every
+    # prediction certain (margin unit ~ 1e-33); the previous model must stay
+    rng = np.random.default_rng(0)
+    model = cls(window_size=100, coreset_size=0, rebuild_every=100)
+    for v in rng.normal(size=(300, 2)):
+        model.learn_one({"a": float(v[0]), "b": float(v[1])}, bool(v[0] > 0))
+    weights = dict(model.weights)
+    with pytest.warns(RuntimeWarning, match="zero"):
+        for _ in range(200):
+            model.learn_one({"a": 1.0, "b": 2.0}, bool(rng.random() < 0.5))
+    assert model.n_failed_rebuilds_ == 2 and model.weights == weights
+
+
+@pytest.mark.parametrize("make", [lambda: RampSVMClassifier(C=np.float32(0.1)), lambda: RampSVMClassifier(C=np.inf),
+                                  lambda: RampSVMClassifier(s=-np.inf), lambda: RGDSVMClassifier(nu=np.float32(0.3)),
+                                  lambda: CoresetSVMClassifier(nu=np.float32(0.3))])  # fmt: skip
+def test_solver_settings_that_could_not_be_saved_or_solved_are_rejected(make):
+    # they passed the checks, learnt, then save() raised (NumPy scalars are not JSON) or every rebuild failed
+    with pytest.raises(ValueError, match="must be a finite Python int or float"):
+        make()
+
+
+def test_learn_many_skips_the_missing_cells_of_pandas_nullable_columns():
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [1.0, -1.0, 2.0, -2.0] * 10, "b": [0.5, None, -0.5, 0.1] * 10}).convert_dtypes()
+    model = RGDSVMClassifier(rebuild_every=20, window_size=40, coreset_size=0)
+    model.learn_many(frame, pd.Series([True, False, True, False] * 10))
+    assert model.n_rebuilds_ == 2 and model.predict_many(frame.head(4)).tolist() == [True, False, True, False]
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), "5", True])
 def test_invalid_drift_threshold_is_rejected(bad):
     for cls in (RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier):

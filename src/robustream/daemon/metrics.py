@@ -42,6 +42,7 @@ METRIC_NAMES = (
     "robustream_samples_learned_total",
     "robustream_outliers_total",
     "robustream_rebuild_failures_total",
+    "robustream_concept_drifts_total",
     "robustream_checkpoint_fallbacks_total",
     "robustream_checkpoint_failures_total",
     "robustream_broker_errors_total",
@@ -122,6 +123,7 @@ class BatchTally:
     samples_learned: int = 0
     outliers: int = 0
     rebuild_failures: int = 0
+    drifts: int = 0
     accuracy: float | None = None
     process_seconds: list[float] = field(default_factory=list)
     rebuild_seconds: list[float] = field(default_factory=list)
@@ -147,6 +149,10 @@ class DaemonMetrics:
         self.rebuild_failures = Counter(
             "robustream_rebuild_failures", "Rebuilds that kept the previous model (degenerate data)", registry=r
         )
+        self.concept_drifts = Counter(
+            "robustream_concept_drifts", "Concept drifts the learner found (its error rose for good): each dropped "
+            "the coreset and the window's older rows", registry=r,
+        )  # fmt: skip
         self.checkpoint_fallbacks = Counter(
             "robustream_checkpoint_fallbacks", "Corrupt checkpoints skipped at start-up for an older one", registry=r
         )
@@ -203,6 +209,8 @@ class DaemonMetrics:
             self.outliers.inc(tally.outliers)
         if tally.rebuild_failures:
             self.rebuild_failures.inc(tally.rebuild_failures)
+        if tally.drifts:
+            self.concept_drifts.inc(tally.drifts)
         if tally.accuracy is not None:
             self.prequential_accuracy.set(tally.accuracy)
         if tally.process_seconds:

@@ -434,6 +434,7 @@ class Daemon:
         tally.rebuild_failures += after[1] - before[1]
         drifts = _drift_count(parts)
         if drifts > self._drifts_seen:  # found as that rebuild started
+            tally.drifts += drifts - self._drifts_seen
             log.warning("concept drift at %s/%d/%d: the model's error rose, so its coreset and older window rows "
                         "were dropped (%d drift(s) since the model was created)", topic, partition, offset, drifts)
         self._drifts_seen = drifts

@@ -33,6 +33,7 @@ DRIFT_MIN_ROWS = 30
 DRIFT_MIN_REFERENCE_ROWS = 200
 DRIFT_MIN_RISE = 0.05
 DRIFT_WARNING = 2.0  # z above which tested rows are held out of the reference (DDM's warning level)
+DRIFT_CONFIRM = 3.0  # z by which a classifier fitted on the new rows must beat the model on them
 _DOWN = 2.0**-512  # sparse_dot's scale for products beyond floats
 
 
@@ -126,6 +127,53 @@ def error_rise(errors: int, rows: int, ref_errors: int, ref_rows: int) -> tuple[
     return rise, (rise / spread if spread > 0.0 else 0.0)
 
 
+def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool:
+    """Whether the rows ``X`` (labels ``positive``) follow a concept the model, which erred on a share
+    ``model_error_rate`` of them, does not know: a ridge classifier (least squares on the +-1 labels,
+    the linear discriminant's direction) fitted on every other row and scored on the others, both
+    ways, errs at least ``DRIFT_MIN_RISE`` less, with a one-sided z above ``DRIFT_CONFIRM``.
+
+    Labels flipped at random do not turn the least-squares direction, so after a burst of wrong
+    labels the model's errors and this classifier's rise together. Dense or CSR rows; O(n^2 d + n^3)
+    for n rows, run only when the error test has fired.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> fits_a_new_concept(X, X[:, 1] > 0, model_error_rate=0.5)  # the model errs on half: another concept
+    True
+    >>> fits_a_new_concept(X, (X[:, 0] > 0) ^ (rng.random(200) < 0.3), model_error_rate=0.3)  # noisier labels
+    False
+    """
+    n = positive.size
+    first = np.arange(n) % 2 == 0
+    errors = 0
+    with np.errstate(**_FP_POLICY), single_threaded_blas():
+        for scored in (first, ~first):
+            fit, rows = np.flatnonzero(~scored), np.flatnonzero(scored)
+            if positive[fit].all() or not positive[fit].any():
+                return False  # one class only: no direction to fit
+            A = X[fit]
+            mean = np.asarray(A.mean(axis=0)).ravel()
+            # the Gram matrix of the centred rows, without centring them (sparse rows stay sparse)
+            gram = A @ A.T
+            gram = gram.toarray() if sp.issparse(gram) else np.asarray(gram)
+            a_mean = np.asarray(A @ mean).ravel()
+            gram = gram - a_mean[:, None] - a_mean[None, :] + float(mean @ mean)
+            target = np.where(positive[fit], 1.0, -1.0)
+            offset = float(target.mean())
+            ridge = 1e-2 * float(np.trace(gram)) / fit.size + 1e-12
+            try:
+                dual = np.linalg.solve(gram + ridge * np.eye(fit.size), target - offset)
+            except np.linalg.LinAlgError:
+                return False
+            w = np.asarray(A.T @ dual).ravel() - mean * float(dual.sum())
+            predicted = np.asarray(X[rows] @ w).ravel() - float(mean @ w) + offset > 0.0
+            errors += int(np.count_nonzero(predicted != positive[rows]))
+    rise, z = error_rise(round(model_error_rate * n), n, errors, n)
+    return rise >= DRIFT_MIN_RISE and z > DRIFT_CONFIRM
+
+
 def _sigmoid(z: float) -> float:
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -140,6 +188,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     :meth:`_fit_rows`, one batch solve on the buffered rows.
     """
 
+    _COEF_IN_ROW_UNITS = True  # the solution is a combination of rows (False: a hinge model's margin scale)
+
     def _init_state(self) -> None:
         """Validate the buffer parameters every learner has, then start from an empty model."""
         for name in ("window_size", "rebuild_every"):
@@ -153,6 +203,11 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if not (is_integer(self.coreset_size) and self.coreset_size >= 0):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
+        for name in ("nu", "C", "s"):  # the learners' real-number solver settings, where they have them
+            v = getattr(self, name, 0.0)
+            if not (is_plain_real(v) and math.isfinite(v)):
+                raise ValueError(f"{name} must be a finite Python int or float (learners save their parameters "
+                                 f"as JSON), got {v!r}")
         threshold = self.drift_threshold
         if not (threshold is None or (is_plain_real(threshold) and 0.0 < threshold < math.inf)):
             raise ValueError(f"drift_threshold must be a positive number or None, got {threshold!r}")
@@ -166,8 +221,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         # the drift test's reference (errors, rows since the last drift) and the rows learned since the last test
         self._drift_errors = 0
         self._drift_rows = 0
-        self._suspect_errors = 0  # rows held out of the reference while their errors look drifted
-        self._suspect_rows = 0
+        self._held_errors = 0  # rows tested but not yet in the reference (too few, or looking drifted)
+        self._held_rows = 0
         self._untested_rows = 0
         self._margin_unit = 1.0
         self._proba_slope = 1.0
@@ -319,17 +374,22 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 "matrix": matrix}
 
     def _check_drift(self, features: list, X) -> bool:
-        """Forget the past when the model's error rises for good: a concept drift (DDM-like).
+        """Forget the past when the concept changed (DDM-like, with a check that the labels did not
+        merely get noisier). True when rows were dropped.
 
         The rows learned since the last test were not in the current model's solve, so its error on
-        them (against their labels, wrong ones included) is an honest estimate. It is compared with
-        the error on the rows tested since the last drift (the reference) by a one-sided, pooled
-        two-proportion z-test. Rows whose z is above ``DRIFT_WARNING`` stay out of the reference and
-        are tested together with the next ones; when the z of those rows reaches
-        ``drift_threshold`` (and their error rate is ``DRIFT_MIN_RISE`` above the reference), the
-        coreset and the window's rows from before them are dropped: a coreset of the old concept
-        would otherwise outlive the window and pull every later solve back towards it. ``X``: the
-        matrix of the buffered rows (window last; columns ``features``). True when rows were dropped.
+        them (against their labels, wrong ones included) is an honest estimate. Tested rows are held
+        until there are ``DRIFT_MIN_ROWS`` of them, then compared with the rows tested since the last
+        drift (the reference) by a one-sided, pooled two-proportion z-test; while their z is above
+        ``DRIFT_WARNING`` they stay held and are tested again with the next ones. When it exceeds
+        ``drift_threshold`` (and their error rate is ``DRIFT_MIN_RISE`` above the reference), a
+        class-mean classifier cross-fitted on the held rows must also err significantly less than
+        the model did (:func:`fits_a_new_concept`): more wrong labels raise both errors alike, a new
+        concept only the model's. Then the coreset and the window's rows from before the held ones
+        are dropped (a coreset of the old concept would otherwise outlive the window and pull every
+        later solve back towards it). Otherwise the rows stay held (the first ones after a change
+        mix both concepts) until they fill the window, then become the reference: the labels got
+        noisier. ``X``: the matrix of the buffered rows (window last; columns ``features``).
         """
         window = self._buffer.window
         n_new = min(self._untested_rows, len(window))
@@ -340,25 +400,34 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         with np.errstate(**_FP_POLICY), single_threaded_blas():  # one BLAS thread, as in the solve
             predicted = np.asarray(X[X.shape[0] - n_new:] @ w).ravel() + self.intercept_ > 0.0
         labels = np.fromiter((s > 0.0 for _, s in islice(window, len(window) - n_new, None)), bool, n_new)
-        errors = int(np.count_nonzero(predicted != labels))
+        self._held_errors += int(np.count_nonzero(predicted != labels))
+        self._held_rows += n_new
+        held = (self._held_errors, self._held_rows)
+        if held[1] < DRIFT_MIN_ROWS:
+            return False  # a short rebuild period: test these rows with the next ones
         ref = (self._drift_errors, self._drift_rows)
-        suspect = (self._suspect_errors + errors, self._suspect_rows + n_new)
-        if ref[1] >= DRIFT_MIN_REFERENCE_ROWS and suspect[1] >= DRIFT_MIN_ROWS:
-            rise, z = error_rise(*suspect, *ref)
+        if ref[1] >= DRIFT_MIN_REFERENCE_ROWS:
+            rise, z = error_rise(*held, *ref)
             if rise >= DRIFT_MIN_RISE and z > self.drift_threshold:
-                self.n_drifts_ += 1
-                self._buffer.coreset = []
-                for _ in range(len(window) - min(suspect[1], len(window))):
-                    window.popleft()
-                self._support = []
-                self._drift_errors = self._drift_rows = self._suspect_errors = self._suspect_rows = 0
-                return True
-            if error_rise(errors, n_new, *ref)[1] > DRIFT_WARNING:  # these rows alone look drifted: wait
-                self._suspect_errors, self._suspect_rows = suspect
+                n_rows = min(held[1], len(window))
+                positive = np.fromiter((s > 0.0 for _, s in islice(window, len(window) - n_rows, None)), bool, n_rows)
+                if fits_a_new_concept(X[X.shape[0] - n_rows:], positive, held[0] / held[1]):
+                    self.n_drifts_ += 1
+                    self._buffer.coreset = []
+                    for _ in range(len(window) - n_rows):
+                        window.popleft()
+                    self._support = []
+                    self._drift_errors = self._drift_rows = self._held_errors = self._held_rows = 0
+                    return True
+                if held[1] >= len(window):  # the labels got noisier: the new level is the reference
+                    self._drift_errors, self._drift_rows = held
+                    self._held_errors = self._held_rows = 0
+                return False  # (or too few rows of the new concept among the held ones yet)
+            if z > DRIFT_WARNING and held[1] < len(window):  # these rows look drifted: wait for the next ones
                 return False
-        self._drift_errors += suspect[0]
-        self._drift_rows += suspect[1]
-        self._suspect_errors = self._suspect_rows = 0
+        self._drift_errors += held[0]
+        self._drift_rows += held[1]
+        self._held_errors = self._held_rows = 0
         return False
 
     def _matrix(self, rows: list):
@@ -393,8 +462,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 fit = self._fit_rows(X, signs, features, context, seed)
         except (ValueError, FloatingPointError) as exc:
             fit, context["error"] = None, f"{type(exc).__name__}: {exc}"
-        if fit is not None and (not np.all(np.isfinite(fit[0])) or not np.any(fit[0])):
-            fit, context["error"] = None, "the solution is zero or not finite"
+        if fit is not None and (not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, self._COEF_IN_ROW_UNITS)):
+            fit, context["error"] = None, "the solution is zero (up to rounding) or not finite"
         return fit, context
 
     def _finish_pending(self) -> None:
@@ -459,7 +528,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self.__dict__.update({"_pending": None, "_support": [], "_arrival_keys": (), "_canonical_keys": []})
         # ... nor the drift test (off for them: the model they describe had none)
         self.__dict__.update({"drift_threshold": None, "n_drifts_": 0, "_drift_errors": 0, "_drift_rows": 0,
-                              "_suspect_errors": 0, "_suspect_rows": 0, "_untested_rows": 0})
+                              "_held_errors": 0, "_held_rows": 0, "_untested_rows": 0})
         self.__dict__.update(state)
 
     # -- mini-batch API ------------------------------------------------------------------------
@@ -505,8 +574,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             "margin_unit": self._margin_unit,
             "proba_slope": self._proba_slope,
             "since_rebuild": self._since_rebuild,
-            "drift": [self.n_drifts_, self._drift_errors, self._drift_rows, self._suspect_errors,
-                      self._suspect_rows, self._untested_rows],
+            "drift": [self.n_drifts_, self._drift_errors, self._drift_rows, self._held_errors, self._held_rows,
+                      self._untested_rows],
             "window": [[enc(x), s] for x, s in self._buffer.window],
             # a coreset row that is also in the window is stored as its window position
             "coreset": [
@@ -544,7 +613,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._proba_slope = st["proba_slope"]
         self._since_rebuild = st["since_rebuild"]
         # files written before the drift test have none
-        (self.n_drifts_, self._drift_errors, self._drift_rows, self._suspect_errors, self._suspect_rows,
+        (self.n_drifts_, self._drift_errors, self._drift_rows, self._held_errors, self._held_rows,
          self._untested_rows) = st.get("drift", [0] * 6)
         window = [(dec(x), s) for x, s in st["window"]]
         self._buffer.window.extend(window)
@@ -605,10 +674,25 @@ def _init_parameters(cls) -> tuple[str, ...]:
     return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
 
 
+def _negligible(coef: np.ndarray, X, row_units: bool) -> bool:
+    """``coef`` is zero up to rounding: the rows (e.g. all equal, both labels) gave no direction (a
+    rounding residue of 1e-16 passed as a model: every prediction certain, scores near 1e32).
+    ``row_units``: ``coef`` is a combination of rows (compared with the largest row norm), else its
+    products with the rows are margins (compared with 1)."""
+    if not np.any(coef):
+        return True
+    rows_sq = np.asarray(X.multiply(X).sum(axis=1)) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    scale, size = float(np.max(rows_sq, initial=0.0)), float(coef @ coef)
+    return size <= 1e-20 * scale if row_units else size * scale <= 1e-20
+
+
 def _dict_rows(X):
-    """Rows of a DataFrame as dicts, without the NaN cells of features a row does not have."""
+    """Rows of a DataFrame as dicts, without the missing cells (NaN, None, pandas' NA) of features a
+    row does not have."""
+    import pandas as pd
+
     for _, row in X.iterrows():
-        yield {k: v for k, v in row.items() if not (isinstance(v, float) and v != v)}
+        yield {k: v for k, v in row.items() if not (v is None or v is pd.NA or (isinstance(v, float) and v != v))}
 
 
 def _encode_row(row: dict) -> list:

@@ -29,6 +29,8 @@ class RampSVMClassifier(RebuildingLinearClassifier):
     True
     """
 
+    _COEF_IN_ROW_UNITS = False  # w.x is in margin units
+
     def __init__(
         self,
         C: float = 0.1,
