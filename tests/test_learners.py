@@ -764,6 +764,45 @@ def test_a_solution_that_is_zero_up_to_rounding_is_a_failed_rebuild(cls):
     assert model.n_failed_rebuilds_ == 2 and model.weights == weights
 
 
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier])
+def test_a_far_row_without_weight_does_not_make_solutions_look_zero(cls):
+    # the rounding floor comes from the rows the solution combines: one row at 1e11 (an outlier, no
+    # weight) in the buffer made every rebuild fail for a window
+    rng = np.random.default_rng(0)
+    model = cls(rebuild_every=100, seed=0)
+    for i, v in enumerate(rng.normal(size=(1500, 2))):
+        x = {"a": 1e11, "b": 0.0} if i == 1000 else {"a": float(v[0]), "b": float(v[1])}
+        model.learn_one(x, bool(v[0] > 0))
+    assert (model.n_rebuilds_, model.n_failed_rebuilds_) == (15, 0)
+
+
+def test_the_new_concept_check_decides_alike_at_any_feature_scale():
+    from robustream.learners.base import fits_a_new_concept
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(250, 10))
+    new_concept = X[:, 1] > 0
+    for scale in (1.0, 1e-12, 1e12):
+        assert fits_a_new_concept(X * scale, new_concept, model_error_rate=0.5)
+        assert not fits_a_new_concept(X * scale, new_concept ^ (rng.random(250) < 0.4), model_error_rate=0.4)
+
+
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
+def test_a_pickle_from_before_the_drift_test_gets_it_as_a_new_model_would(cls):
+    from robustream.learners.base import DRIFT_STATE
+
+    model = cls(rebuild_every=50, window_size=100, coreset_size=50)
+    _learn(model, list(_noisy_stream(120, seed=1)))
+    state = model.__getstate__()
+    for name in ("drift_threshold", *DRIFT_STATE):
+        del state[name]
+    old = cls.__new__(cls)
+    old.__setstate__(state)
+    assert old.drift_threshold == cls().drift_threshold == 5.0 and old.n_drifts_ == 0
+    _learn(old, list(_noisy_stream(200, seed=2)))
+    assert old.n_rebuilds_ == model.n_rebuilds_ + 4
+
+
 @pytest.mark.parametrize("make", [lambda: RampSVMClassifier(C=np.float32(0.1)), lambda: RampSVMClassifier(C=np.inf),
                                   lambda: RampSVMClassifier(s=-np.inf), lambda: RGDSVMClassifier(nu=np.float32(0.3)),
                                   lambda: CoresetSVMClassifier(nu=np.float32(0.3))])  # fmt: skip

@@ -151,7 +151,7 @@ class DaemonMetrics:
         )
         self.concept_drifts = Counter(
             "robustream_concept_drifts", "Concept drifts the learner found (its error rose for good): each dropped "
-            "the coreset and the window's older rows", registry=r,
+            "the coreset and the window's older rows; each member of a one-vs-rest model counts its own", registry=r,
         )  # fmt: skip
         self.checkpoint_fallbacks = Counter(
             "robustream_checkpoint_fallbacks", "Corrupt checkpoints skipped at start-up for an older one", registry=r

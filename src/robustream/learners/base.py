@@ -21,6 +21,7 @@ from river import base
 from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
+from ..solver import row_offset
 from ..validation import is_plain_int as is_integer  # the parameters are saved as JSON: Python ints
 from ..validation import is_plain_real
 from .rebuild_worker import WorkerUnavailable, solve_worker
@@ -34,6 +35,10 @@ DRIFT_MIN_REFERENCE_ROWS = 200
 DRIFT_MIN_RISE = 0.05
 DRIFT_WARNING = 2.0  # z above which tested rows are held out of the reference (DDM's warning level)
 DRIFT_CONFIRM = 3.0  # z by which a classifier fitted on the new rows must beat the model on them
+DRIFT_CONFIRM_ROWS = 2000  # most recent held rows that classifier sees (it costs O(n^3))
+# the drift test's state: drifts found; reference errors and rows (tested since the last drift); held
+# errors and rows (tested, not yet in the reference: too few, or looking drifted); rows not yet tested
+DRIFT_STATE = ("n_drifts_", "_drift_errors", "_drift_rows", "_held_errors", "_held_rows", "_untested_rows")
 _DOWN = 2.0**-512  # sparse_dot's scale for products beyond floats
 
 
@@ -131,10 +136,12 @@ def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool
     """Whether the rows ``X`` (labels ``positive``) follow a concept the model, which erred on a share
     ``model_error_rate`` of them, does not know: a ridge classifier (least squares on the +-1 labels,
     the linear discriminant's direction) fitted on every other row and scored on the others, both
-    ways, errs at least ``DRIFT_MIN_RISE`` less, with a one-sided z above ``DRIFT_CONFIRM``.
+    ways, errs at least ``DRIFT_MIN_RISE`` less, with a one-sided z above ``DRIFT_CONFIRM``. At most
+    the last ``DRIFT_CONFIRM_ROWS`` rows are used.
 
     Labels flipped at random do not turn the least-squares direction, so after a burst of wrong
-    labels the model's errors and this classifier's rise together. Dense or CSR rows; O(n^2 d + n^3)
+    labels the model's errors and this classifier's rise together. (Flips of more than half of one
+    class do turn it: such poisoning is taken for a new concept.) Dense or CSR rows; O(n^2 d + n^3)
     for n rows, run only when the error test has fired.
 
     >>> import numpy as np
@@ -145,6 +152,8 @@ def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool
     >>> fits_a_new_concept(X, (X[:, 0] > 0) ^ (rng.random(200) < 0.3), model_error_rate=0.3)  # noisier labels
     False
     """
+    if positive.size > DRIFT_CONFIRM_ROWS:  # the most recent ones
+        X, positive = X[X.shape[0] - DRIFT_CONFIRM_ROWS:], positive[-DRIFT_CONFIRM_ROWS:]
     n = positive.size
     first = np.arange(n) % 2 == 0
     errors = 0
@@ -162,7 +171,9 @@ def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool
             gram = gram - a_mean[:, None] - a_mean[None, :] + float(mean @ mean)
             target = np.where(positive[fit], 1.0, -1.0)
             offset = float(target.mean())
-            ridge = 1e-2 * float(np.trace(gram)) / fit.size + 1e-12
+            ridge = 1e-2 * float(np.trace(gram)) / fit.size  # relative: the same decision at any feature scale
+            if not ridge > 0.0:
+                return False  # the rows are all equal
             try:
                 dual = np.linalg.solve(gram + ridge * np.eye(fit.size), target - offset)
             except np.linalg.LinAlgError:
@@ -217,13 +228,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self.outlier_rate_ = 0.0
         self.n_rebuilds_ = 0
         self.n_failed_rebuilds_ = 0
-        self.n_drifts_ = 0
-        # the drift test's reference (errors, rows since the last drift) and the rows learned since the last test
-        self._drift_errors = 0
-        self._drift_rows = 0
-        self._held_errors = 0  # rows tested but not yet in the reference (too few, or looking drifted)
-        self._held_rows = 0
-        self._untested_rows = 0
+        self.__dict__.update(dict.fromkeys(DRIFT_STATE, 0))
         self._margin_unit = 1.0
         self._proba_slope = 1.0
         self._since_rebuild = 0
@@ -381,10 +386,11 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         them (against their labels, wrong ones included) is an honest estimate. Tested rows are held
         until there are ``DRIFT_MIN_ROWS`` of them, then compared with the rows tested since the last
         drift (the reference) by a one-sided, pooled two-proportion z-test; while their z is above
-        ``DRIFT_WARNING`` they stay held and are tested again with the next ones. When it exceeds
+        ``DRIFT_WARNING`` (and they fit in the window) they stay held and are tested again with the
+        next ones. When it exceeds
         ``drift_threshold`` (and their error rate is ``DRIFT_MIN_RISE`` above the reference), a
-        class-mean classifier cross-fitted on the held rows must also err significantly less than
-        the model did (:func:`fits_a_new_concept`): more wrong labels raise both errors alike, a new
+        ridge classifier cross-fitted on the held rows must also err significantly less than the
+        model did (:func:`fits_a_new_concept`): more wrong labels raise both errors alike, a new
         concept only the model's. Then the coreset and the window's rows from before the held ones
         are dropped (a coreset of the old concept would otherwise outlive the window and pull every
         later solve back towards it). Otherwise the rows stay held (the first ones after a change
@@ -399,7 +405,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         w = np.fromiter((self.weights.get(f, 0.0) for f in features), np.float64, len(features))
         with np.errstate(**_FP_POLICY), single_threaded_blas():  # one BLAS thread, as in the solve
             predicted = np.asarray(X[X.shape[0] - n_new:] @ w).ravel() + self.intercept_ > 0.0
-        labels = np.fromiter((s > 0.0 for _, s in islice(window, len(window) - n_new, None)), bool, n_new)
+        labels = _latest_labels(window, n_new)
         self._held_errors += int(np.count_nonzero(predicted != labels))
         self._held_rows += n_new
         held = (self._held_errors, self._held_rows)
@@ -410,8 +416,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             rise, z = error_rise(*held, *ref)
             if rise >= DRIFT_MIN_RISE and z > self.drift_threshold:
                 n_rows = min(held[1], len(window))
-                positive = np.fromiter((s > 0.0 for _, s in islice(window, len(window) - n_rows, None)), bool, n_rows)
-                if fits_a_new_concept(X[X.shape[0] - n_rows:], positive, held[0] / held[1]):
+                if fits_a_new_concept(X[X.shape[0] - n_rows:], _latest_labels(window, n_rows), held[0] / held[1]):
                     self.n_drifts_ += 1
                     self._buffer.coreset = []
                     for _ in range(len(window) - n_rows):
@@ -462,8 +467,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 fit = self._fit_rows(X, signs, features, context, seed)
         except (ValueError, FloatingPointError) as exc:
             fit, context["error"] = None, f"{type(exc).__name__}: {exc}"
-        if fit is not None and (not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, self._COEF_IN_ROW_UNITS)):
-            fit, context["error"] = None, "the solution is zero (up to rounding) or not finite"
+        if fit is not None and (not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, fit[3], self._COEF_IN_ROW_UNITS)):
+            fit, context["error"] = None, ("the solution is zero (up to rounding) or not finite: rows that give "
+                                           "no direction, or features far from unit scale (standardise them)")
         return fit, context
 
     def _finish_pending(self) -> None:
@@ -526,9 +532,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def __setstate__(self, state: dict) -> None:
         # states written by versions without background rebuilds or the key-order cache lack these
         self.__dict__.update({"_pending": None, "_support": [], "_arrival_keys": (), "_canonical_keys": []})
-        # ... nor the drift test (off for them: the model they describe had none)
-        self.__dict__.update({"drift_threshold": None, "n_drifts_": 0, "_drift_errors": 0, "_drift_rows": 0,
-                              "_held_errors": 0, "_held_rows": 0, "_untested_rows": 0})
+        # ... nor the drift test (they get it as models built now do, as a loaded model file does)
+        default = inspect.signature(type(self).__init__).parameters.get("drift_threshold")
+        self.__dict__.update({"drift_threshold": None if default is None else default.default,
+                              **dict.fromkeys(DRIFT_STATE, 0)})
         self.__dict__.update(state)
 
     # -- mini-batch API ------------------------------------------------------------------------
@@ -574,8 +581,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             "margin_unit": self._margin_unit,
             "proba_slope": self._proba_slope,
             "since_rebuild": self._since_rebuild,
-            "drift": [self.n_drifts_, self._drift_errors, self._drift_rows, self._held_errors, self._held_rows,
-                      self._untested_rows],
+            "drift": [getattr(self, name) for name in DRIFT_STATE],
             "window": [[enc(x), s] for x, s in self._buffer.window],
             # a coreset row that is also in the window is stored as its window position
             "coreset": [
@@ -613,8 +619,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._proba_slope = st["proba_slope"]
         self._since_rebuild = st["since_rebuild"]
         # files written before the drift test have none
-        (self.n_drifts_, self._drift_errors, self._drift_rows, self._held_errors, self._held_rows,
-         self._untested_rows) = st.get("drift", [0] * 6)
+        self.__dict__.update(zip(DRIFT_STATE, st.get("drift", [0] * len(DRIFT_STATE))))
         window = [(dec(x), s) for x, s in st["window"]]
         self._buffer.window.extend(window)
         self._buffer.coreset = [window[b] if a == "window" else (dec(a), b) for a, b in st["coreset"]]
@@ -674,15 +679,32 @@ def _init_parameters(cls) -> tuple[str, ...]:
     return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
 
 
-def _negligible(coef: np.ndarray, X, row_units: bool) -> bool:
+def _latest_labels(window, n: int) -> np.ndarray:
+    """Whether each of the last ``n`` rows of the window is labelled positive."""
+    return np.fromiter((s > 0.0 for _, s in islice(window, len(window) - n, None)), bool, n)
+
+
+def _negligible(coef: np.ndarray, X, support: np.ndarray, row_units: bool) -> bool:
     """``coef`` is zero up to rounding: the rows (e.g. all equal, both labels) gave no direction (a
     rounding residue of 1e-16 passed as a model: every prediction certain, scores near 1e32).
-    ``row_units``: ``coef`` is a combination of rows (compared with the largest row norm), else its
-    products with the rows are margins (compared with 1)."""
+
+    The residue of combining rows scales with the rows combined (``support``: row weights > 0), as
+    the solve moved them (:func:`robustream.solver.row_offset`); a far-away row that carries no weight
+    does not count. ``row_units``: ``coef`` is such a combination (compared with the largest support
+    row norm), else its products with the rows are margins (compared with 1).
+    """
     if not np.any(coef):
         return True
-    rows_sq = np.asarray(X.multiply(X).sum(axis=1)) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
-    scale, size = float(np.max(rows_sq, initial=0.0)), float(coef @ coef)
+    rows = X[np.flatnonzero(support > 0.0)]
+    if rows.shape[0] == 0:
+        return False
+    if sp.issparse(rows):
+        rows_sq = np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
+    else:
+        offset = row_offset(X)
+        rows = rows if offset is None else rows - offset
+        rows_sq = np.einsum("ij,ij->i", rows, rows)
+    scale, size = float(rows_sq.max()), float(coef @ coef)
     return size <= 1e-20 * scale if row_units else size * scale <= 1e-20
 
 
