@@ -387,10 +387,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         until there are ``DRIFT_MIN_ROWS`` of them, then compared with the rows tested since the last
         drift (the reference) by a one-sided, pooled two-proportion z-test; while their z is above
         ``DRIFT_WARNING`` (and they fit in the window) they stay held and are tested again with the
-        next ones. When it exceeds
-        ``drift_threshold`` (and their error rate is ``DRIFT_MIN_RISE`` above the reference), a
-        ridge classifier cross-fitted on the held rows must also err significantly less than the
-        model did (:func:`fits_a_new_concept`): more wrong labels raise both errors alike, a new
+        next ones. When it exceeds ``drift_threshold`` (and their error rate is ``DRIFT_MIN_RISE``
+        above the reference), a ridge classifier cross-fitted on the held rows must also err
+        significantly less than the model did (:func:`fits_a_new_concept`): more wrong labels raise both errors alike, a new
         concept only the model's. Then the coreset and the window's rows from before the held ones
         are dropped (a coreset of the old concept would otherwise outlive the window and pull every
         later solve back towards it). Otherwise the rows stay held (the first ones after a change
@@ -467,7 +466,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 fit = self._fit_rows(X, signs, features, context, seed)
         except (ValueError, FloatingPointError) as exc:
             fit, context["error"] = None, f"{type(exc).__name__}: {exc}"
-        if fit is not None and (not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, fit[3], self._COEF_IN_ROW_UNITS)):
+        row_units = self._COEF_IN_ROW_UNITS
+        if fit is not None and (not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, fit[3], row_units)):
             fit, context["error"] = None, ("the solution is zero (up to rounding) or not finite: rows that give "
                                            "no direction, or features far from unit scale (standardise them)")
         return fit, context
