@@ -393,7 +393,8 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
     assert daemon.metrics.value("robustream_outputs_dropped_total") == 2
 
 
-def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(tmp_path, caplog):
+@pytest.mark.parametrize("lag", [[], ["--param", "rebuild_lag=100"]])
+def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(lag, tmp_path, caplog):
     import logging
 
     import numpy as np
@@ -404,7 +405,7 @@ def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(tm
         def send(self, topic, key=None, value=None):
             return None
 
-    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9"]
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9", *lag]
     daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
     daemon.producer = Producer()
     rng = np.random.default_rng(1)
@@ -415,7 +416,8 @@ def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(tm
             message = {"id": str(i), "x": {f"f{j}": float(v) for j, v in enumerate(x)}, "y": int(y)}
             daemon.process("in", 0, i, None, json.dumps(message).encode())
     drifts = [r.getMessage() for r in caplog.records if "concept drift" in r.getMessage()]
-    assert len(drifts) == 1 and drifts[0].startswith("concept drift at in/0/3249: "), drifts  # the 13th rebuild
+    # found as the 13th rebuild starts (with rebuild_lag, 100 messages before that rebuild is applied)
+    assert len(drifts) == 1 and drifts[0].startswith("concept drift at in/0/3249: "), drifts
     daemon.metrics.publish(daemon._tally)  # as process_batch does after each poll
     assert daemon.metrics.value("robustream_concept_drifts_total") == 1
 

@@ -218,11 +218,6 @@ def _binary_parts(model: Any) -> list[Any]:
     return _binary_parts(inner) if inner is not None else []
 
 
-def _drift_count(parts: list) -> int:
-    """Concept drifts the robustream learners among ``parts`` have found (``n_drifts_``)."""
-    return sum(getattr(p, "n_drifts_", 0) for p in parts)
-
-
 def _members_may_change(model: Any) -> bool:
     """Whether learning can add binary learners to ``model`` (a one-vs-rest model adds one per new class)."""
     while model is not None and not hasattr(model, "margin_width_"):
@@ -292,7 +287,6 @@ class Daemon:
                                          max_features=cfg.max_features)  # fmt: skip
         self._parts = _binary_parts(self.model)  # looked up per message only when they may change
         self._parts_may_change = _members_may_change(self.model)
-        self._drifts_seen = _drift_count(self._parts)
         self.n_processed = 0
         self.n_learned = getattr(self, "_restored_learned", 0)
         self._publish_model_gauges()
@@ -350,10 +344,12 @@ class Daemon:
         parts = _binary_parts(self.model) if parts is None else parts
         return int(sum(p.n_rebuilds_ for p in parts)) if parts else self.n_learned
 
-    def _rebuild_counts(self, parts: list | None = None) -> tuple[int, int]:
-        """(successful, failed) rebuilds: a change means the last message triggered one."""
+    def _rebuild_counts(self, parts: list | None = None) -> tuple[int, int, int]:
+        """(successful, failed) rebuilds and concept drifts found: a change means the last message
+        triggered one (a drift is found as a rebuild starts, which with rebuild_lag is not when it is applied)."""
         parts = _binary_parts(self.model) if parts is None else parts
-        return sum(p.n_rebuilds_ for p in parts), sum(p.n_failed_rebuilds_ for p in parts)
+        return (sum(p.n_rebuilds_ for p in parts), sum(p.n_failed_rebuilds_ for p in parts),
+                sum(getattr(p, "n_drifts_", 0) for p in parts))
 
     def _publish_model_gauges(self) -> None:
         parts = _binary_parts(self.model)
@@ -412,7 +408,7 @@ class Daemon:
             tally.outcomes["invalid"] += 1
             return False
         parts = _binary_parts(self.model) if self._parts_may_change else self._parts
-        before = self._rebuild_counts(parts) if parts else (0, 0)
+        before = self._rebuild_counts(parts) if parts else (0, 0, 0)
         try:
             out, outcome = self._predict_and_learn(msg, parts)
         except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
@@ -432,12 +428,10 @@ class Daemon:
         if after == before:
             return False
         tally.rebuild_failures += after[1] - before[1]
-        drifts = _drift_count(parts)
-        if drifts > self._drifts_seen:  # found as that rebuild started
-            tally.drifts += drifts - self._drifts_seen
+        if after[2] > before[2]:
+            tally.drifts += after[2] - before[2]
             log.warning("concept drift at %s/%d/%d: the model's error rose, so its coreset and older window rows "
-                        "were dropped (%d drift(s) since the model was created)", topic, partition, offset, drifts)
-        self._drifts_seen = drifts
+                        "were dropped (%d drift(s) since the model was created)", topic, partition, offset, after[2])
         self._publish_model_gauges()
         if after[0] != before[0]:
             self.metrics.last_rebuild.set(time.time())
