@@ -30,6 +30,7 @@ from .rebuild_worker import WorkerUnavailable, solve_worker
 DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a dense matrix
 # the drift test (see RebuildingLinearClassifier._check_drift): rows it needs on each side, and the
 # smallest rise of the error rate it calls a drift (a few more errors of a model with almost none are not)
+DRIFT_THRESHOLD = 5.0  # the learners' default drift_threshold
 DRIFT_MIN_ROWS = 30
 DRIFT_MIN_REFERENCE_ROWS = 200
 DRIFT_MIN_RISE = 0.05
@@ -214,14 +215,16 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if not (is_integer(self.coreset_size) and self.coreset_size >= 0):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
-        for name in ("nu", "C", "s"):  # the learners' real-number solver settings, where they have them
-            v = getattr(self, name, 0.0)
-            if not (is_plain_real(v) and math.isfinite(v)):
-                raise ValueError(f"{name} must be a finite Python int or float (learners save their parameters "
-                                 f"as JSON), got {v!r}")
         threshold = self.drift_threshold
         if not (threshold is None or (is_plain_real(threshold) and 0.0 < threshold < math.inf)):
             raise ValueError(f"drift_threshold must be a positive number or None, got {threshold!r}")
+        for name in _init_parameters(type(self)):  # every number a learner's constructor took, whatever its role
+            v = getattr(self, name)
+            if isinstance(v, (numbers.Real, np.generic)) and not isinstance(v, bool) and not (
+                is_plain_real(v) and math.isfinite(v)
+            ):
+                raise ValueError(f"{name} must be a finite Python int or float (learners save their parameters "
+                                 f"as JSON), got {v!r}")
         self.weights: dict[Hashable, float] = {}
         self.intercept_ = 0.0
         self.margin_width_ = 0.0
@@ -533,9 +536,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         # states written by versions without background rebuilds or the key-order cache lack these
         self.__dict__.update({"_pending": None, "_support": [], "_arrival_keys": (), "_canonical_keys": []})
         # ... nor the drift test (they get it as models built now do, as a loaded model file does)
-        default = inspect.signature(type(self).__init__).parameters.get("drift_threshold")
-        self.__dict__.update({"drift_threshold": None if default is None else default.default,
-                              **dict.fromkeys(DRIFT_STATE, 0)})
+        self.__dict__.update({"drift_threshold": DRIFT_THRESHOLD, **dict.fromkeys(DRIFT_STATE, 0)})
         self.__dict__.update(state)
 
     # -- mini-batch API ------------------------------------------------------------------------

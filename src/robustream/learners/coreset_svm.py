@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..solver import check_polish, solve
-from .base import RebuildingLinearClassifier
+from .base import DRIFT_THRESHOLD, RebuildingLinearClassifier
 
 
 class CoresetSVMClassifier(RebuildingLinearClassifier):
@@ -37,7 +37,7 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
         polish: str = "auto",
         nu: float = 0.3,
         seed: int = 0,
-        drift_threshold: float | None = 5.0,
+        drift_threshold: float | None = DRIFT_THRESHOLD,
     ):
         self.window_size = window_size
         self.coreset_size = coreset_size

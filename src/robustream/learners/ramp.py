@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ramp import ramp_svm_cccp
-from .base import RebuildingLinearClassifier
+from .base import DRIFT_THRESHOLD, RebuildingLinearClassifier
 
 
 class RampSVMClassifier(RebuildingLinearClassifier):
@@ -40,7 +40,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
         rebuild_every: int = 250,
         rebuild_lag: int = 0,
         seed: int = 0,
-        drift_threshold: float | None = 5.0,
+        drift_threshold: float | None = DRIFT_THRESHOLD,
     ):
         self.C = C
         self.s = s

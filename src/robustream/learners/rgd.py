@@ -23,6 +23,7 @@ from ..solver import (
     solve,
 )
 from .base import (
+    DRIFT_THRESHOLD,
     RebuildingLinearClassifier,
     _decode_row,
     _encode_row,
@@ -182,7 +183,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         tree_rows: int | None = 600,
         seed: int = 0,
         noise_model: str = "binary",
-        drift_threshold: float | None = 5.0,
+        drift_threshold: float | None = DRIFT_THRESHOLD,
     ):
         self.outlier_fraction = outlier_fraction
         self.window_size = window_size
