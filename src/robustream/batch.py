@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from .rows import as_rows
 from .sketch import SKETCH_KINDS, JLSketch, make_sketch
 from .validation import is_integer, is_real, warn_stopped_at_cap
 from .solver import (
+    AUTO_DISCARD_Z,
     AUTO_FRACTIONS,
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
@@ -33,6 +35,20 @@ from .solver import (
 __all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
 
 
+def _discarding_better(right: np.ndarray, right_discarding: np.ndarray) -> bool:
+    """Whether a rate that discards most of a class (a near-constant model: right when the class is
+    small and uniformly flipped, wrong under one-sided flips) scored clearly better on the holdout
+    than the best other rate: McNemar's paired z, over the rows exactly one of them got right, above
+    ``AUTO_DISCARD_Z``.
+
+    >>> _discarding_better(np.r_[np.zeros(20, bool), np.ones(80, bool)], np.ones(100, bool))
+    True
+    """
+    gained = int(np.sum(right_discarding & ~right))
+    lost = int(np.sum(right & ~right_discarding))
+    return gained > lost and (gained - lost) / math.sqrt(gained + lost) > AUTO_DISCARD_Z
+
+
 class RGDSVC(ClassifierMixin, BaseEstimator):
     """Linear SVM with explicit outlier removal: RGD-tree search, convex polish, trim and refit.
 
@@ -50,9 +66,15 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         one-sided or adversarial flips): it fits the three variants on all rows and keeps a
         one-sided one only if it leaves clearly fewer misclassified inliers than the symmetric one
         (``AUTO_SIDE_MARGIN``); only the kept variant of each rate is scored on the holdout. A
+        variant that would discard more than half of an observed class (a near-constant model) is
+        not kept, but where the symmetric one is such a variant it is also scored on the holdout,
+        and picked if it beats the best kept one by McNemar's paired test (``AUTO_DISCARD_Z``):
+        under uniform flips most labels of a small class are wrong (w8a at 15%: about 85% of its
+        observed positives), under one-sided flips they are not. A
         one-sided pick is reported as its pair; ``auto_sides_`` holds the variant kept per rate.
-        Cost: up to 4 fits per rate (3 variants on all rows, 1 on the holdout's training part), then
-        the final fit, so about 25 fits for two classes (7 per one-vs-rest problem otherwise).
+        Cost: up to 4 fits per rate (3 variants on all rows, 1 on the holdout's training part; 2 on
+        it when the symmetric variant is also scored), then the final fit, so about 25 fits for two
+        classes (7 per one-vs-rest problem otherwise).
     polish : {"soft", "hard", "auto"}, default="soft"
         Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
         coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are
@@ -294,17 +316,28 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             side_of = {r: self._one_vs_rest_side(y, r) for r in AUTO_FRACTIONS}
         X_train = X[train]
         gram_train = gram_matrix(X_train) if share else None
+        n_pos = int((y[train] == self.classes_[1]).sum())
+        right, discarding = {}, {}
         for r in AUTO_FRACTIONS:
             side = side_of[r]
-            if side is None:  # every variant of this rate calls most of a class wrong
-                continue
-            probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
-            scores[r] = float(np.mean(probe._predict(X[hold]) == y[hold]))
-            sides[r] = side
+            if side is not None:
+                probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
+                right[r] = probe._predict(X[hold]) == y[hold]
+                scores[r], sides[r] = float(np.mean(right[r])), side
+            if self.classes_.size == 2 and side != "both" and side_unusable(r, "both", n_pos, train.size - n_pos):
+                # the symmetric model discards most of a class: scored, picked only if clearly better
+                probe._fit_models(X_train, y[train], r, seed, gram_train)
+                discarding[r] = probe._predict(X[hold]) == y[hold]
+        if scores:
+            best = max(scores.values())
+            r = min(r for r, s in scores.items() if s == best)
+        if discarding:
+            other = max(discarding, key=lambda d: (int(discarding[d].sum()), -d))
+            if not scores or _discarding_better(right[r], discarding[other]):
+                r = other
+                scores[r], sides[r] = float(np.mean(discarding[r])), "both"
         if not scores:
             return AUTO_FRACTIONS[0], scores, sides
-        best = max(scores.values())
-        r = min(r for r, s in scores.items() if s == best)
         return self._side_fraction(y, r, sides[r]), scores, sides
 
     def _one_vs_rest_side(self, y, rate) -> str | None:

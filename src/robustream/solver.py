@@ -147,6 +147,10 @@ AUTO_SIDES = ("both", "negative", "positive")
 AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 # a one-sided variant replaces the symmetric one only if it leaves clearly fewer misclassified inliers
 AUTO_SIDE_MARGIN = 0.25
+# "auto" picks a fraction that discards most of an observed class (a near-constant model, right when
+# the class is small and uniformly flipped, wrong under one-sided flips) only if its model errs this
+# many standard errors (of a paired difference) less than the best other fraction's
+AUTO_DISCARD_Z = 2.5
 
 
 def side_outlier_fractions(flip_rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:

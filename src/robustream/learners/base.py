@@ -374,7 +374,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if n_pos < 2 or signs.size - n_pos < 2:
             self.n_failed_rebuilds_ += 1
             return None
-        context = self._fit_context(n_pos, signs.size - n_pos)
+        context = self._fit_context(n_pos, signs.size - n_pos, matrix)
         if self._support:  # the last solution's convex coefficients: where this solve's polish starts
             weight = {id(item): w for item, w in self._support}
             context["polish_start"] = np.array([weight.get(id(item), 0.0) for item in rows])
@@ -518,9 +518,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self.n_rebuilds_ += 1
         return True
 
-    def _fit_context(self, n_pos: int, n_neg: int) -> dict:
+    def _fit_context(self, n_pos: int, n_neg: int, matrix: tuple | None = None) -> dict:
         """What a subclass's solve of ``n_pos`` positive and ``n_neg`` negative rows needs from the
-        current model (read on the caller's thread)."""
+        current model (read on the caller's thread); ``matrix``: the rebuild's ``(features, X)``."""
         return {}
 
     def _after_fit(self, context: dict) -> None:

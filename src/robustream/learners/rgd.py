@@ -9,6 +9,7 @@ import numpy as np
 from ..sketch import SKETCH_KINDS, make_sketch
 from ..validation import is_plain_real
 from ..solver import (
+    AUTO_DISCARD_Z,
     AUTO_FRACTIONS,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
@@ -79,7 +80,10 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         carries over rebuilds. A rebuild keeps the candidate of the fraction with the lowest
         averaged error (the smallest fraction on ties; 0.2 at the first rebuild) as the model,
         leaving out fractions that would discard more than half of an observed class (a
-        near-constant model: under one-sided flips the symmetric flip model asks for that). The
+        near-constant model: under one-sided flips the symmetric flip model asks for that) unless
+        one of them erred significantly less (``AUTO_DISCARD_Z`` standard errors of the paired
+        difference): under uniform flips most labels of a small class are wrong (w8a at 15%: about
+        85% of its observed positives), and discarding them is right. The
         current pick is ``outlier_fraction_``; it follows a change of the noise rate within about
         one window. With ``noise_model="binary"``, ``"auto"`` also decides where the wrong labels sit
         (``flip_side_``: both classes, or only the observed negatives or positives, as after
@@ -221,7 +225,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
                 self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * wrong
         super().learn_one(x, y)
 
-    def _fit_context(self, n_pos: int, n_neg: int) -> dict:
+    def _fit_context(self, n_pos: int, n_neg: int, matrix: tuple | None = None) -> dict:
         # the tree of a rebuild is rooted at the previous solution of its fraction (once there is one)
         if self.outlier_fraction != "auto":
             fractions = per_class_outlier_fractions(self.outlier_fraction, n_pos, n_neg, self.noise_model)
@@ -229,19 +233,26 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         side = self.flip_side_
         per_class = [self._side_fractions(r, side, n_pos, n_neg) for r in AUTO_FRACTIONS]
         # fractions that would discard most of a class are solved (their errors keep being tracked)
-        # but not picked: such a model is near-constant
+        # but picked only when their model errs significantly less: such a model is near-constant
         usable = [not discards_most_of_a_class(f, n_pos, n_neg) for f in per_class]
         fraction = self.outlier_fraction_
+        discarding = False
         if self._candidates:  # the lowest error among the fractions usable at the last rebuild and now
             ok = [a and b for a, b in zip(self._candidate_usable, usable)]
             errors = [e if k else math.inf for e, k in zip(self._candidate_errors, ok)]
             best = min(errors)
             if best < math.inf:
                 fraction = min(r for r, e in zip(AUTO_FRACTIONS, errors) if e <= best + 1e-12)
-        if not usable[AUTO_FRACTIONS.index(fraction)] and any(usable):
+                if matrix is not None:
+                    better = self._discarding_better(AUTO_FRACTIONS.index(fraction), ok, matrix)
+                    if better is not None:
+                        fraction, discarding = AUTO_FRACTIONS[better], True
+        if not (discarding or usable[AUTO_FRACTIONS.index(fraction)]) and any(usable):
             fraction = AUTO_FRACTIONS[usable.index(True)]
         previous = [w for w, _ in self._candidates] or [self._previous(self.weights)] * len(AUTO_FRACTIONS)
         context = {"fractions": per_class, "previous": previous, "pick": fraction, "usable": usable, "side": side}
+        if discarding:
+            context["discarding"] = True  # picked although it discards most of a class
         if self.noise_model == "binary" and (self.n_rebuilds_ < 2 or self.n_rebuilds_ % _SIDE_CHECK_EVERY == 0):
             # the other sides at the picked fraction, for the side rule
             others = [(s, side_outlier_fractions(fraction, s, n_pos, n_neg)) for s in AUTO_SIDES if s != side]
@@ -251,6 +262,32 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
                 (s, f) for s, f in others if f != current and not side_unusable(fraction, s, n_pos, n_neg)
             ]  # fmt: skip
         return context
+
+    def _discarding_better(self, pick: int, ok: list[bool], matrix: tuple) -> int | None:
+        """The index of the left-out fraction (one that discards most of a class) whose candidate
+        erred significantly less than the pick's, if there is one.
+
+        Under uniform flips of an imbalanced stream most labels of the small class are wrong (w8a at
+        15%: about 85% of its observed positives), so discarding most of it is right there; under
+        one-sided flips the symmetric model asks for the same and is wrong. The forgetful error rates
+        tell them apart: a paired difference, whose variance is at most the share of rows on which the
+        two candidates disagree (measured on the rebuild's rows) times ``lambda / (2 - lambda)`` of
+        forgetting ``lambda = 1 / window_size``; it must exceed ``AUTO_DISCARD_Z`` standard errors.
+        The rates average from 0 at the first rebuild, so a short stream shrinks the difference, not
+        this bound: the test only gets stricter.
+        """
+        errors = self._candidate_errors
+        left_out = [j for j, k in enumerate(ok) if not k and errors[j] < errors[pick]]
+        if not left_out:
+            return None
+        other = min(left_out, key=lambda j: (errors[j], j))
+        features, X = matrix
+        votes = [np.asarray(X @ self._warm(w, features)).ravel() + b > 0.0
+                 for w, b in (self._candidates[pick], self._candidates[other])]  # fmt: skip
+        disagree = float(np.mean(votes[0] != votes[1]))
+        forget = 1.0 / self.window_size
+        se = math.sqrt(disagree * forget / (2.0 - forget))
+        return other if se > 0.0 and errors[pick] - errors[other] > AUTO_DISCARD_Z * se else None
 
     def _side_fractions(self, rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
         if side == "both":
@@ -287,7 +324,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             def key(f):  # f = (coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)
                 return side_key(X, signs, f[0], f[1], f[2], f[4])
 
-            keys = {context["side"]: key(fit)} if context["usable"][pick] else {}
+            keys = {context["side"]: key(fit)} if context["usable"][pick] or context.get("discarding") else {}
             side_fits = {context["side"]: fit}
             warm = self._warm(context["previous"][pick], features)
             for side, fractions in context["other_sides"]:
