@@ -706,6 +706,19 @@ def test_a_drift_drops_the_old_concept_within_about_one_rebuild(cls):
 
 
 @pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
+def test_a_change_inside_a_rebuild_period_is_found_at_the_first_rebuild_after_it(cls):
+    # the change at row 3100: the 250 rows tested at row 3250 mix 100 of the old concept and 150 of
+    # the new one. A ridge classifier cross-fitted on two halves of them did not beat the model
+    # significantly, so the drift waited for the next rebuild (row 3500); scored leave-one-out, and
+    # on the latest rows alone, it does
+    rows, _, y_noisy = _axis_drift(seed=1, n_before=3100)
+    model = cls(seed=0)
+    for i, x in enumerate(rows[:3250]):
+        model.learn_one(x, bool(y_noisy[i]))
+    assert model.n_rebuilds_ == 13 and model.n_drifts_ == 1
+
+
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
 def test_no_drift_is_found_on_a_stationary_stream_with_flipped_labels(cls):
     model = cls(seed=0)
     for x, y, _ in _noisy_stream(8000, flip=0.2, seed=4):

@@ -16,6 +16,7 @@ from typing import Any, Hashable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack
 from river import base
 
 from .. import persist
@@ -36,7 +37,7 @@ DRIFT_MIN_REFERENCE_ROWS = 200
 DRIFT_MIN_RISE = 0.05
 DRIFT_WARNING = 2.0  # z above which tested rows are held out of the reference (DDM's warning level)
 DRIFT_CONFIRM = 3.0  # z by which a classifier fitted on the new rows must beat the model on them
-DRIFT_CONFIRM_ROWS = 2000  # most recent held rows that classifier sees (it costs O(n^3))
+DRIFT_CONFIRM_ROWS = 1000  # most recent held rows that classifier sees (it costs O(n^3))
 # the drift test's state: drifts found; reference errors and rows (tested since the last drift); held
 # errors and rows (tested, not yet in the reference: too few, or looking drifted); rows not yet tested
 DRIFT_STATE = ("n_drifts_", "_drift_errors", "_drift_rows", "_held_errors", "_held_rows", "_untested_rows")
@@ -133,12 +134,35 @@ def error_rise(errors: int, rows: int, ref_errors: int, ref_rows: int) -> tuple[
     return rise, (rise / spread if spread > 0.0 else 0.0)
 
 
+def _new_concept_rows(X, positive: np.ndarray, held_error_rate: float, wrong: np.ndarray) -> int:
+    """How many of the latest rows of ``X`` follow a new concept (:func:`fits_a_new_concept`): all the
+    held rows (labels ``positive``, the last rows of ``X``; the model erred on ``held_error_rate`` of
+    them), else the latest ``len(wrong)`` (the rows tested now, ``wrong`` where the model erred) and
+    halves of them down to ``DRIFT_MIN_ROWS``; 0 when none does.
+
+    Right after a change the held rows mix both concepts, and a classifier fitted on them may not
+    beat the model; the latest rows are all of the new one. Each extra size is one more test, but
+    this runs only after the error test has fired, and a burst of wrong labels fails every size.
+    """
+    n_held = positive.size
+    if fits_a_new_concept(X[X.shape[0] - n_held:], positive, held_error_rate):
+        return n_held
+    m = min(wrong.size, n_held)
+    m = m // 2 if m == n_held else m  # that size was just tested
+    while m >= DRIFT_MIN_ROWS:
+        if fits_a_new_concept(X[X.shape[0] - m:], positive[n_held - m:], float(np.mean(wrong[wrong.size - m:]))):
+            return m
+        m //= 2
+    return 0
+
+
 def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool:
     """Whether the rows ``X`` (labels ``positive``) follow a concept the model, which erred on a share
     ``model_error_rate`` of them, does not know: a ridge classifier (least squares on the +-1 labels,
-    the linear discriminant's direction) fitted on every other row and scored on the others, both
-    ways, errs at least ``DRIFT_MIN_RISE`` less, with a one-sided z above ``DRIFT_CONFIRM``. At most
-    the last ``DRIFT_CONFIRM_ROWS`` rows are used.
+    the linear discriminant's direction), each row scored by its fit on all the other rows
+    (leave-one-out, exact for ridge regression from one inverse), errs at least ``DRIFT_MIN_RISE``
+    less, with a one-sided z above ``DRIFT_CONFIRM``. At most the last ``DRIFT_CONFIRM_ROWS`` rows
+    are used.
 
     Labels flipped at random do not turn the least-squares direction, so after a burst of wrong
     labels the model's errors and this classifier's rise together. (Flips of more than half of one
@@ -156,32 +180,30 @@ def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool
     if positive.size > DRIFT_CONFIRM_ROWS:  # the most recent ones
         X, positive = X[X.shape[0] - DRIFT_CONFIRM_ROWS:], positive[-DRIFT_CONFIRM_ROWS:]
     n = positive.size
-    first = np.arange(n) % 2 == 0
-    errors = 0
+    if positive.all() or not positive.any():
+        return False  # one class only: no direction to fit
     with np.errstate(**_FP_POLICY), single_threaded_blas():
-        for scored in (first, ~first):
-            fit, rows = np.flatnonzero(~scored), np.flatnonzero(scored)
-            if positive[fit].all() or not positive[fit].any():
-                return False  # one class only: no direction to fit
-            A = X[fit]
-            mean = np.asarray(A.mean(axis=0)).ravel()
-            # the Gram matrix of the centred rows, without centring them (sparse rows stay sparse)
-            gram = A @ A.T
-            gram = gram.toarray() if sp.issparse(gram) else np.asarray(gram)
-            a_mean = np.asarray(A @ mean).ravel()
-            gram = gram - a_mean[:, None] - a_mean[None, :] + float(mean @ mean)
-            target = np.where(positive[fit], 1.0, -1.0)
-            offset = float(target.mean())
-            ridge = 1e-2 * float(np.trace(gram)) / fit.size  # relative: the same decision at any feature scale
-            if not ridge > 0.0:
-                return False  # the rows are all equal
-            try:
-                dual = np.linalg.solve(gram + ridge * np.eye(fit.size), target - offset)
-            except np.linalg.LinAlgError:
-                return False
-            w = np.asarray(A.T @ dual).ravel() - mean * float(dual.sum())
-            predicted = np.asarray(X[rows] @ w).ravel() - float(mean @ w) + offset > 0.0
-            errors += int(np.count_nonzero(predicted != positive[rows]))
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        # the Gram matrix of the centred rows, without centring them (sparse rows stay sparse)
+        gram = X @ X.T
+        gram = gram.toarray() if sp.issparse(gram) else np.asarray(gram)
+        x_mean = np.asarray(X @ mean).ravel()
+        gram = gram - x_mean[:, None] - x_mean[None, :] + float(mean @ mean)
+        target = np.where(positive, 1.0, -1.0)
+        offset = float(target.mean())
+        ridge = 1e-2 * float(np.trace(gram)) / n  # relative: the same decision at any feature scale
+        if not ridge > 0.0:
+            return False  # the rows are all equal
+        gram[np.diag_indices(n)] += ridge
+        lower, info = lapack.dpotrf(gram, lower=1, clean=1)  # gram = L L^T
+        inverse_lower, info_inverse = lapack.dtrtri(lower, lower=1) if info == 0 else (None, 1)
+        if info_inverse != 0 or not np.all(np.isfinite(inverse_lower)):
+            return False
+        dual = inverse_lower.T @ (inverse_lower @ (target - offset))
+        # leave-one-out fits of ridge regression, from the one fit (for the mean and offset of all rows):
+        # row i's residual without it is dual_i / (gram + ridge I)^-1_ii
+        left_out = target - dual / np.einsum("ij,ij->j", inverse_lower, inverse_lower) > 0.0
+        errors = int(np.count_nonzero(left_out != positive))
     rise, z = error_rise(round(model_error_rate * n), n, errors, n)
     return rise >= DRIFT_MIN_RISE and z > DRIFT_CONFIRM
 
@@ -391,11 +413,12 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         drift (the reference) by a one-sided, pooled two-proportion z-test; while their z is above
         ``DRIFT_WARNING`` (and they fit in the window) they stay held and are tested again with the
         next ones. When it exceeds ``drift_threshold`` (and their error rate is ``DRIFT_MIN_RISE``
-        above the reference), a ridge classifier cross-fitted on the held rows must also err
-        significantly less than the model did (:func:`fits_a_new_concept`): more wrong labels raise both errors alike, a new
-        concept only the model's. Then the coreset and the window's rows from before the held ones
-        are dropped (a coreset of the old concept would otherwise outlive the window and pull every
-        later solve back towards it). Otherwise the rows stay held (the first ones after a change
+        above the reference), a ridge classifier scored leave-one-out on the held rows, or on the
+        latest of them (:func:`_new_concept_rows`), must also err significantly less than the model
+        did (:func:`fits_a_new_concept`): more wrong labels raise both errors alike, a new concept
+        only the model's. Then the coreset and the window's rows from before those rows are dropped
+        (a coreset of the old concept would otherwise outlive the window and pull every later solve
+        back towards it). Otherwise the rows stay held (the first ones after a change
         mix both concepts) until they fill the window, then become the reference: the labels got
         noisier. ``X``: the matrix of the buffered rows (window last; columns ``features``).
         """
@@ -418,7 +441,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             rise, z = error_rise(*held, *ref)
             if rise >= DRIFT_MIN_RISE and z > self.drift_threshold:
                 n_rows = min(held[1], len(window))
-                if fits_a_new_concept(X[X.shape[0] - n_rows:], _latest_labels(window, n_rows), held[0] / held[1]):
+                n_rows = _new_concept_rows(X, _latest_labels(window, n_rows), held[0] / held[1], predicted != labels)
+                if n_rows:
                     self.n_drifts_ += 1
                     self._buffer.coreset = []
                     for _ in range(len(window) - n_rows):

@@ -139,10 +139,11 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         the rows tested since the last drift by a one-sided two-proportion z-test (rows with z above
         2 are held, while they fit in the window, and tested again with the next ones, as in DDM).
         When z exceeds ``drift_threshold`` and the error rate rose by at least 5 points, a ridge
-        classifier cross-fitted on the held rows must also err significantly less than the model on
+        classifier scored leave-one-out on the held rows (or on the latest of them, which a change
+        inside a rebuild period leaves all new) must also err significantly less than the model on
         them (:func:`robustream.learners.base.fits_a_new_concept`): a burst of wrong labels raises
         both errors, a new concept only the model's. Then the coreset and the window's rows from
-        before the held ones are dropped: the rebuild solves on the new concept alone, where a
+        before those rows are dropped: the rebuild solves on the new concept alone, where a
         coreset of the old one would pull every later solve back towards it (``n_drifts_`` counts
         these). None: no test. Measured: no drift found on 13 shared data sets x 3 seeds, on
         20,000-row stationary streams, nor when the flip rate jumps from 5% to 35%; after the
