@@ -3,6 +3,7 @@
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the tests' helper modules
@@ -28,3 +29,20 @@ def w8a_split():
         pytest.skip(f"shared w8a not found in {shared_datasets_dir()} (/work/shared absent)")
     ds = load("w8a")
     return noisy_split(ds.X, ds.y, flip=0.15, seed=0, max_samples=4000)
+
+
+@pytest.fixture(scope="session")
+def minority_flipped_one_sided():
+    """Two Gaussian classes in d = 20 (500 positives, 2,000 negatives, Bayes error 1%), 60/40
+    train/test; 60% of the train positives, the farthest on the correct side, labelled negative
+    (adversarial, one-sided). Returns (X_train, y_train noisy, X_test, y_test clean), labels +-1."""
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(500), -np.ones(2000)]
+    X = rng.standard_normal((y.size, 20))
+    X[:, 0] += y * 2.326  # class means 4.65 apart: 1% of each class across the midpoint
+    order = rng.permutation(y.size)
+    X, y = X[order], y[order]
+    X_train, y_train, X_test, y_test = X[:1500], y[:1500].copy(), X[1500:], y[1500:]
+    positives = np.flatnonzero(y_train > 0)
+    y_train[positives[np.argsort(-X_train[positives, 0], kind="stable")[: round(0.6 * positives.size)]]] = -1.0
+    return X_train, y_train, X_test, y_test

@@ -534,6 +534,17 @@ def test_auto_discards_most_of_a_small_class_whose_labels_are_mostly_flipped(w8a
     assert error <= majority_error + 0.005, (error, majority_error)
 
 
+def test_auto_keeps_a_small_class_flipped_one_sidedly_by_more_than_half(minority_flipped_one_sided):
+    # the other side of the test above: here a near-constant model would also err less on the labels
+    X_train, y_train, X_test, y_test = minority_flipped_one_sided
+    model = preprocessing.StandardScaler() | RGDSVMClassifier(outlier_fraction="auto", seed=0)
+    for x, label in zip(X_train, y_train):
+        model.learn_one({f"f{j}": float(v) for j, v in enumerate(x)}, bool(label > 0))
+    errors = [model.predict_one({f"f{j}": float(v) for j, v in enumerate(x)}) != (label > 0)
+              for x, label in zip(X_test, y_test)]  # fmt: skip
+    assert np.mean(errors) < 0.25 * np.mean(y_test > 0)
+
+
 def test_invalid_outlier_fraction_is_rejected():
     for bad in ("automatic", 0.5, -0.1, True):
         with pytest.raises(ValueError, match="outlier_fraction must be"):

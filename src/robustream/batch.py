@@ -30,6 +30,7 @@ from .solver import (
     side_outlier_fractions,
     side_unusable,
     solve,
+    symmetric_fits_clearly,
 )
 
 __all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
@@ -67,10 +68,13 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         one-sided one only if it leaves clearly fewer misclassified inliers than the symmetric one
         (``AUTO_SIDE_MARGIN``); only the kept variant of each rate is scored on the holdout. A
         variant that would discard more than half of an observed class (a near-constant model) is
-        not kept, but where the symmetric one is such a variant it is also scored on the holdout,
-        and picked if it beats the best kept one by McNemar's paired test (``AUTO_DISCARD_Z``):
-        under uniform flips most labels of a small class are wrong (w8a at 15%: about 85% of its
-        observed positives), under one-sided flips they are not. A
+        not kept. Where the symmetric one is such a variant but leaves significantly fewer
+        misclassified inliers than the best one-sided variant at any rate
+        (:func:`robustream.solver.symmetric_fits_clearly`), it is also scored on the holdout, and
+        picked if it beats the best kept one by McNemar's paired test (``AUTO_DISCARD_Z``; its score
+        and side then stand for that rate): under uniform flips most labels of a small class are
+        wrong (w8a at 15%: about 85% of its observed positives), and no one-sided variant can fit
+        them; after one-sided flips of more than half of a class one separates the rest cleanly. A
         one-sided pick is reported as its pair; ``auto_sides_`` holds the variant kept per rate.
         Cost: up to 4 fits per rate (3 variants on all rows, 1 on the holdout's training part; 2 on
         it when the symmetric variant is also scored), then the final fit, so about 25 fits for two
@@ -308,15 +312,23 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         share = X.shape[0] <= FULL_GRAM_ROWS
         # the fits on all rows (sides), then the fits on the holdout's training rows, each group
         # sharing one Gram matrix: one matrix alive at a time
+        discard_ok = set()  # rates whose symmetric variant discards most of a class but fits clearly better
         if self.classes_.size == 2:
             gram = gram_matrix(X) if share else None
-            side_of = {r: self._pick_side(probe, X, y, r, seed, gram) for r in AUTO_FRACTIONS}
+            side_of, keys_of = {}, {}
+            for r in AUTO_FRACTIONS:
+                side_of[r], keys_of[r] = self._pick_side(probe, X, y, r, seed, gram)
             del gram
+            n_pos = int((y == self.classes_[1]).sum())
+            one_sided = [keys[s] for keys in keys_of.values() for s in AUTO_SIDES[1:] if s in keys]
+            for r, keys in keys_of.items():  # against the one-sided variant that fits best at any rate
+                if side_unusable(r, "both", n_pos, y.size - n_pos) and one_sided:
+                    if symmetric_fits_clearly(keys["both"], [min(one_sided)]):
+                        discard_ok.add(r)
         else:
             side_of = {r: self._one_vs_rest_side(y, r) for r in AUTO_FRACTIONS}
         X_train = X[train]
         gram_train = gram_matrix(X_train) if share else None
-        n_pos = int((y[train] == self.classes_[1]).sum())
         right, discarding = {}, {}
         for r in AUTO_FRACTIONS:
             side = side_of[r]
@@ -324,7 +336,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
                 right[r] = probe._predict(X[hold]) == y[hold]
                 scores[r], sides[r] = float(np.mean(right[r])), side
-            if self.classes_.size == 2 and side != "both" and side_unusable(r, "both", n_pos, train.size - n_pos):
+            if r in discard_ok:
                 # the symmetric model discards most of a class: scored, picked only if clearly better
                 probe._fit_models(X_train, y[train], r, seed, gram_train)
                 discarding[r] = probe._predict(X[hold]) == y[hold]
@@ -356,22 +368,25 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         n_pos = int((y == self.classes_[1]).sum())
         return side_outlier_fractions(rate, side, n_pos, y.size - n_pos)
 
-    def _pick_side(self, probe, X, y, rate, seed, gram=None) -> str | None:
+    def _pick_side(self, probe, X, y, rate, seed, gram=None) -> tuple[str | None, dict]:
         """Where ``rate * n`` wrong labels most likely sit, from fits on all rows: the variants that
         would not discard more than half of an observed class (such a class would mostly hold the
-        other one) are compared by :func:`robustream.solver.pick_flip_side`. None if no variant is left.
+        other one) are compared by :func:`robustream.solver.pick_flip_side` (None if no variant is
+        left); and the keys of every variant fitted, the symmetric one also when it discards most of a
+        class (:func:`robustream.solver.symmetric_fits_clearly` reads it).
         """
         n_pos = int((y == self.classes_[1]).sum())
         n_neg = y.size - n_pos
         y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
         keys = {}
         for side in AUTO_SIDES:
-            if side_unusable(rate, side, n_pos, n_neg):
+            if side_unusable(rate, side, n_pos, n_neg) and side != "both":
                 continue
             probe._fit_models(X, y, self._side_fraction(y, rate, side), seed, gram)
             sol = probe.solutions_[0]
             keys[side] = side_key(X, y_pm, sol.coef, sol.intercept, sol.outlier_mask, sol.margin_width)
-        return pick_flip_side(keys)
+        usable = {side: key for side, key in keys.items() if not side_unusable(rate, side, n_pos, n_neg)}
+        return pick_flip_side(usable), keys
 
     # -- prediction -----------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:

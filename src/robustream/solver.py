@@ -229,6 +229,24 @@ def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     return min(better)[1] if better else "both"
 
 
+def symmetric_fits_clearly(symmetric: tuple[int, float], one_sided: list[tuple[int, float]]) -> bool:
+    """Whether a symmetric variant that discards most of an observed class may be kept: its key
+    (:func:`side_key`) must show significantly fewer misclassified inliers than every one-sided
+    variant fitted (the difference over the square root of the sum, as McNemar's z, above
+    ``AUTO_DISCARD_Z``). Compare with one-sided variants that discard as much as the grid allows.
+
+    A small class whose labels are mostly flipped uniformly holds rows of the other class, which
+    discarding rows of one class cannot separate; after one-sided flips of more than half of a class,
+    discarding the flipped rows of the other class separates the rest cleanly, and the symmetric
+    variant is a near-constant model.
+
+    >>> symmetric_fits_clearly((1, -0.8), [(120, -1.4)]), symmetric_fits_clearly((0, -0.1), [(0, -0.5)])
+    (True, False)
+    """
+    errors = symmetric[0]
+    return bool(one_sided) and all(k[0] - errors > AUTO_DISCARD_Z * math.sqrt(k[0] + errors) for k in one_sided)
+
+
 def row_offset(X) -> np.ndarray | None:
     """The point :func:`solve` moves dense rows to the origin from: their mean, when it lies farther
     from the origin than the rows spread around it (``|mean|^2 > sum of the column variances``);

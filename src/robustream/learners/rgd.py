@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..blas import single_threaded_blas
 from ..sketch import SKETCH_KINDS, make_sketch
 from ..validation import is_plain_real
 from ..solver import (
@@ -24,6 +25,7 @@ from ..solver import (
     solve,
 )
 from .base import (
+    _FP_POLICY,
     DRIFT_THRESHOLD,
     RebuildingLinearClassifier,
     _decode_row,
@@ -269,13 +271,15 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         erred significantly less than the pick's, if there is one.
 
         Under uniform flips of an imbalanced stream most labels of the small class are wrong (w8a at
-        15%: about 85% of its observed positives), so discarding most of it is right there; under
-        one-sided flips the symmetric model asks for the same and is wrong. The forgetful error rates
-        tell them apart: a paired difference, whose variance is at most the share of rows on which the
-        two candidates disagree (measured on the rebuild's rows) times ``lambda / (2 - lambda)`` of
-        forgetting ``lambda = 1 / window_size``; it must exceed ``AUTO_DISCARD_Z`` standard errors.
-        The rates average from 0 at the first rebuild, so a short stream shrinks the difference, not
-        this bound: the test only gets stricter.
+        15%: about 85% of its observed positives), so discarding most of it is right there. The two
+        forgetful error rates are averaged over the same rows, so their difference is paired: its
+        variance is the share of rows on which the candidates disagree (estimated on the rebuild's
+        rows, for the current pair of candidates) times ``lambda / (2 - lambda)`` of forgetting
+        ``lambda = 1 / window_size``; it must exceed ``AUTO_DISCARD_Z`` standard errors. The rates
+        average from 0 at the first rebuild, so a short stream shrinks the difference more than its
+        standard error: the test gets stricter. (Under one-sided flips of more than half of a class
+        the near-constant model errs less on the wrong labels too; there the side rule has moved the
+        wrong labels to one class first, which leaves no fraction out.)
         """
         errors = self._candidate_errors
         left_out = [j for j, k in enumerate(ok) if not k and errors[j] < errors[pick]]
@@ -283,8 +287,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             return None
         other = min(left_out, key=lambda j: (errors[j], j))
         features, X = matrix
-        votes = [np.asarray(X @ self._warm(w, features)).ravel() + b > 0.0
-                 for w, b in (self._candidates[pick], self._candidates[other])]  # fmt: skip
+        with np.errstate(**_FP_POLICY), single_threaded_blas():  # one BLAS thread: the same votes anywhere
+            votes = [np.asarray(X @ self._warm(w, features)).ravel() + b > 0.0
+                     for w, b in (self._candidates[pick], self._candidates[other])]  # fmt: skip
         disagree = float(np.mean(votes[0] != votes[1]))
         forget = 1.0 / self.window_size
         se = math.sqrt(disagree * forget / (2.0 - forget))
