@@ -727,6 +727,21 @@ def test_a_change_inside_a_rebuild_period_is_found_at_the_first_rebuild_after_it
     for i, x in enumerate(rows[:3250]):
         model.learn_one(x, bool(y_noisy[i]))
     assert model.n_rebuilds_ == 13 and model.n_drifts_ == 1
+    index = {tuple(x.values()): i for i, x in enumerate(rows)}
+    assert min(index[tuple(x.values())] for x, _ in model._buffer.rows()) >= 3100  # only new-concept rows
+
+
+@pytest.mark.parametrize("d", [10, 100, 784])
+@pytest.mark.parametrize("n", [30, 125])
+def test_the_new_concept_check_does_not_confirm_label_noise_in_any_dimension(n, d):
+    from robustream.learners.base import fits_a_new_concept
+
+    rng = np.random.default_rng(n + d)
+    for _ in range(5):  # one concept (the sign of feature 0), 35% of its labels flipped, as the model errs
+        X = rng.normal(size=(n, d))
+        assert not fits_a_new_concept(X, (X[:, 0] > 0) ^ (rng.random(n) < 0.35), model_error_rate=0.35)
+    X = rng.normal(size=(125, 10)) + 1e7  # a new concept on rows far from the origin (a timestamp)
+    assert fits_a_new_concept(X, X[:, 1] > 1e7, model_error_rate=0.5)
 
 
 @pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
@@ -764,13 +779,16 @@ def test_the_drift_test_can_be_turned_off_and_its_state_survives_copies(tmp_path
 
 
 @pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
-def test_a_burst_of_wrong_labels_is_not_taken_for_a_drift(cls):
+@pytest.mark.parametrize("d", [10, 100])
+def test_a_burst_of_wrong_labels_is_not_taken_for_a_drift(cls, d):
     # One concept throughout; the flip rate goes from 5% to 35% at row 3000. The model's error on
     # the labels jumps as after a drift, but a classifier fitted on the new rows errs as much: the
-    # coreset of cleaner rows is kept (dropping it cost 3-10 points of clean accuracy).
+    # coreset of cleaner rows is kept (dropping it cost 3-10 points of clean accuracy). In d = 100 a
+    # leave-one-out score that kept the left-out row in the mean and offset read its own label back
+    # from the other rows, and confirmed a drift on the latest 31 rows
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(5000, 10))
-    y = X @ rng.normal(size=10) > 0
+    X = rng.normal(size=(5000, d))
+    y = X @ rng.normal(size=d) > 0
     y_noisy = y ^ (rng.random(5000) < np.where(np.arange(5000) < 3000, 0.05, 0.35))
     model = cls(seed=0)
     for i, r in enumerate(X):

@@ -137,17 +137,19 @@ def error_rise(errors: int, rows: int, ref_errors: int, ref_rows: int) -> tuple[
 def _new_concept_rows(X, positive: np.ndarray, held_error_rate: float, wrong: np.ndarray) -> int:
     """How many of the latest rows of ``X`` follow a new concept (:func:`fits_a_new_concept`): all the
     held rows (labels ``positive``, the last rows of ``X``; the model erred on ``held_error_rate`` of
-    them), else the latest ``len(wrong)`` (the rows tested now, ``wrong`` where the model erred) and
-    halves of them down to ``DRIFT_MIN_ROWS``; 0 when none does.
+    them; if they are at most ``DRIFT_CONFIRM_ROWS``), else the latest ``len(wrong)`` (the rows tested
+    now, ``wrong`` where the model erred; at most ``DRIFT_CONFIRM_ROWS``) and halves of them down to
+    ``DRIFT_MIN_ROWS``; 0 when none does.
 
     Right after a change the held rows mix both concepts, and a classifier fitted on them may not
     beat the model; the latest rows are all of the new one. Each extra size is one more test, but
     this runs only after the error test has fired, and a burst of wrong labels fails every size.
     """
     n_held = positive.size
-    if fits_a_new_concept(X[X.shape[0] - n_held:], positive, held_error_rate):
+    # the classifier sees at most DRIFT_CONFIRM_ROWS rows: the model's error must be on the same ones
+    if n_held <= DRIFT_CONFIRM_ROWS and fits_a_new_concept(X[X.shape[0] - n_held:], positive, held_error_rate):
         return n_held
-    m = min(wrong.size, n_held)
+    m = min(wrong.size, n_held, DRIFT_CONFIRM_ROWS)
     m = m // 2 if m == n_held else m  # that size was just tested
     while m >= DRIFT_MIN_ROWS:
         if fits_a_new_concept(X[X.shape[0] - m:], positive[n_held - m:], float(np.mean(wrong[wrong.size - m:]))):
@@ -159,8 +161,8 @@ def _new_concept_rows(X, positive: np.ndarray, held_error_rate: float, wrong: np
 def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool:
     """Whether the rows ``X`` (labels ``positive``) follow a concept the model, which erred on a share
     ``model_error_rate`` of them, does not know: a ridge classifier (least squares on the +-1 labels,
-    the linear discriminant's direction), each row scored by its fit on all the other rows
-    (leave-one-out, exact for ridge regression from one inverse), errs at least ``DRIFT_MIN_RISE``
+    the linear discriminant's direction, with an intercept), each row scored by its fit on all the
+    other rows (leave-one-out, exact from one inverse), errs at least ``DRIFT_MIN_RISE``
     less, with a one-sided z above ``DRIFT_CONFIRM``. At most the last ``DRIFT_CONFIRM_ROWS`` rows
     are used.
 
@@ -184,11 +186,13 @@ def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool
         return False  # one class only: no direction to fit
     with np.errstate(**_FP_POLICY), single_threaded_blas():
         mean = np.asarray(X.mean(axis=0)).ravel()
-        # the Gram matrix of the centred rows, without centring them (sparse rows stay sparse)
-        gram = X @ X.T
-        gram = gram.toarray() if sp.issparse(gram) else np.asarray(gram)
-        x_mean = np.asarray(X @ mean).ravel()
-        gram = gram - x_mean[:, None] - x_mean[None, :] + float(mean @ mean)
+        if sp.issparse(X):  # the Gram matrix of the centred rows, without centring them (they stay sparse)
+            gram = (X @ X.T).toarray()
+            x_mean = np.asarray(X @ mean).ravel()
+            gram = gram - x_mean[:, None] - x_mean[None, :] + float(mean @ mean)
+        else:  # centred first: an offset of 1e6 or more (a timestamp) would cancel away the rest
+            centred = np.asarray(X) - mean
+            gram = centred @ centred.T
         target = np.where(positive, 1.0, -1.0)
         offset = float(target.mean())
         ridge = 1e-2 * float(np.trace(gram)) / n  # relative: the same decision at any feature scale
@@ -200,9 +204,12 @@ def fits_a_new_concept(X, positive: np.ndarray, model_error_rate: float) -> bool
         if info_inverse != 0 or not np.all(np.isfinite(inverse_lower)):
             return False
         dual = inverse_lower.T @ (inverse_lower @ (target - offset))
-        # leave-one-out fits of ridge regression, from the one fit (for the mean and offset of all rows):
-        # row i's residual without it is dual_i / (gram + ridge I)^-1_ii
-        left_out = target - dual / np.einsum("ij,ij->j", inverse_lower, inverse_lower) > 0.0
+        # leave-one-out fits of ridge regression with an unpenalised intercept (the mean and offset
+        # refitted without the row, else its own label leaks in when d >= n), from the one fit: the
+        # hat matrix is 11^T / n + gram (gram + ridge I)^-1, row i's residual is ridge * dual_i, and
+        # 1 - H_ii = ridge * (gram + ridge I)^-1_ii - 1 / n (0: the row alone decides its fit, wrong)
+        keep = ridge * np.einsum("ij,ij->j", inverse_lower, inverse_lower) - 1.0 / n
+        left_out = np.where(keep > 0.0, target - ridge * dual / np.where(keep > 0.0, keep, 1.0), -target) > 0.0
         errors = int(np.count_nonzero(left_out != positive))
     rise, z = error_rise(round(model_error_rate * n), n, errors, n)
     return rise >= DRIFT_MIN_RISE and z > DRIFT_CONFIRM
