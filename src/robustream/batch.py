@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -15,13 +14,13 @@ from .rows import as_rows
 from .sketch import SKETCH_KINDS, JLSketch, make_sketch
 from .validation import is_integer, is_real, warn_stopped_at_cap
 from .solver import (
-    AUTO_DISCARD_Z,
     AUTO_FRACTIONS,
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
     INTERCEPT_RULES,
     check_polish,
+    clearly_fewer,
     discards_most_of_a_class,
     gram_matrix,
     per_class_outlier_fractions,
@@ -34,20 +33,6 @@ from .solver import (
 )
 
 __all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
-
-
-def _discarding_better(right: np.ndarray, right_discarding: np.ndarray) -> bool:
-    """Whether a rate that discards most of a class (a near-constant model: right when the class is
-    small and uniformly flipped, wrong under one-sided flips) scored clearly better on the holdout
-    than the best other rate: McNemar's paired z, over the rows exactly one of them got right, above
-    ``AUTO_DISCARD_Z``.
-
-    >>> _discarding_better(np.r_[np.zeros(20, bool), np.ones(80, bool)], np.ones(100, bool))
-    True
-    """
-    gained = int(np.sum(right_discarding & ~right))
-    lost = int(np.sum(right & ~right_discarding))
-    return gained > lost and (gained - lost) / math.sqrt(gained + lost) > AUTO_DISCARD_Z
 
 
 class RGDSVC(ClassifierMixin, BaseEstimator):
@@ -71,7 +56,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         not kept. Where the symmetric one is such a variant but leaves significantly fewer
         misclassified inliers than the best one-sided variant at any rate
         (:func:`robustream.solver.symmetric_fits_clearly`), it is also scored on the holdout, and
-        picked if it beats the best kept one by McNemar's paired test (``AUTO_DISCARD_Z``; its score
+        picked if it beats the best kept one by McNemar's paired test (``clearly_fewer``; its score
         and side then stand for that rate): under uniform flips most labels of a small class are
         wrong (w8a at 15%: about 85% of its observed positives), and no one-sided variant can fit
         them; after one-sided flips of more than half of a class one separates the rest cleanly. A
@@ -345,7 +330,9 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             r = min(r for r, s in scores.items() if s == best)
         if discarding:
             other = max(discarding, key=lambda d: (int(discarding[d].sum()), -d))
-            if not scores or _discarding_better(right[r], discarding[other]):
+            # McNemar on the holdout: the rows only one of the two models got wrong
+            if not scores or clearly_fewer(int(np.sum(right[r] & ~discarding[other])),
+                                           int(np.sum(discarding[other] & ~right[r]))):  # fmt: skip
                 r = other
                 scores[r], sides[r] = float(np.mean(discarding[r])), "both"
         if not scores:

@@ -229,11 +229,22 @@ def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     return min(better)[1] if better else "both"
 
 
+def clearly_fewer(fewer: int, more: int) -> bool:
+    """Whether ``fewer`` errors are significantly fewer than ``more``, counted on the same rows:
+    McNemar's z ``(more - fewer) / sqrt(more + fewer)`` (the counts: rows only one side got wrong)
+    above ``AUTO_DISCARD_Z``, the bar for a fraction that discards most of a class.
+
+    >>> clearly_fewer(8, 58), clearly_fewer(21, 45), clearly_fewer(0, 0)
+    (True, True, False)
+    """
+    return more > fewer and (more - fewer) / math.sqrt(more + fewer) > AUTO_DISCARD_Z
+
+
 def symmetric_fits_clearly(symmetric: tuple[int, float], one_sided: list[tuple[int, float]]) -> bool:
     """Whether a symmetric variant that discards most of an observed class may be kept: its key
     (:func:`side_key`) must show significantly fewer misclassified inliers than every one-sided
-    variant fitted (the difference over the square root of the sum, as McNemar's z, above
-    ``AUTO_DISCARD_Z``). Compare with one-sided variants that discard as much as the grid allows.
+    variant fitted (:func:`clearly_fewer`). Compare with one-sided variants that discard as much
+    as the grid allows.
 
     A small class whose labels are mostly flipped uniformly holds rows of the other class, which
     discarding rows of one class cannot separate; after one-sided flips of more than half of a class,
@@ -243,8 +254,7 @@ def symmetric_fits_clearly(symmetric: tuple[int, float], one_sided: list[tuple[i
     >>> symmetric_fits_clearly((1, -0.8), [(120, -1.4)]), symmetric_fits_clearly((0, -0.1), [(0, -0.5)])
     (True, False)
     """
-    errors = symmetric[0]
-    return bool(one_sided) and all(k[0] - errors > AUTO_DISCARD_Z * math.sqrt(k[0] + errors) for k in one_sided)
+    return bool(one_sided) and all(clearly_fewer(symmetric[0], key[0]) for key in one_sided)
 
 
 def row_offset(X) -> np.ndarray | None:
