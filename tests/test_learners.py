@@ -536,12 +536,13 @@ def test_auto_discards_most_of_a_small_class_whose_labels_are_mostly_flipped(w8a
 
 def test_auto_keeps_a_small_class_flipped_one_sidedly_by_more_than_half(minority_flipped_one_sided):
     # the other side of the test above: here a near-constant model would also err less on the labels
+    from robustream.replay import rows_as_dicts
+
     X_train, y_train, X_test, y_test = minority_flipped_one_sided
     model = preprocessing.StandardScaler() | RGDSVMClassifier(outlier_fraction="auto", seed=0)
-    for x, label in zip(X_train, y_train):
-        model.learn_one({f"f{j}": float(v) for j, v in enumerate(x)}, bool(label > 0))
-    errors = [model.predict_one({f"f{j}": float(v) for j, v in enumerate(x)}) != (label > 0)
-              for x, label in zip(X_test, y_test)]  # fmt: skip
+    for x, label in zip(rows_as_dicts(X_train), y_train):
+        model.learn_one(x, bool(label > 0))
+    errors = [model.predict_one(x) != (label > 0) for x, label in zip(rows_as_dicts(X_test), y_test)]
     assert np.mean(errors) < 0.25 * np.mean(y_test > 0)
 
 

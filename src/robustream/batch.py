@@ -365,14 +365,16 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         n_pos = int((y == self.classes_[1]).sum())
         n_neg = y.size - n_pos
         y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
-        keys = {}
+        keys, usable = {}, {}
         for side in AUTO_SIDES:
-            if side_unusable(rate, side, n_pos, n_neg) and side != "both":
+            unusable = side_unusable(rate, side, n_pos, n_neg)
+            if unusable and side != "both":
                 continue
             probe._fit_models(X, y, self._side_fraction(y, rate, side), seed, gram)
             sol = probe.solutions_[0]
             keys[side] = side_key(X, y_pm, sol.coef, sol.intercept, sol.outlier_mask, sol.margin_width)
-        usable = {side: key for side, key in keys.items() if not side_unusable(rate, side, n_pos, n_neg)}
+            if not unusable:
+                usable[side] = keys[side]
         return pick_flip_side(usable), keys
 
     # -- prediction -----------------------------------------------------------------------------
