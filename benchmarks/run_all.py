@@ -103,7 +103,7 @@ def profile(quick: bool) -> dict[str, Any]:
                 "sweep": ["heart"], "adversarial": ["heart", "breast-cancer"], "drift_n": 600,
                 "drift_seeds": 1, "timing": "breast-cancer"}  # fmt: skip
     return {"datasets": sorted(DATASETS) + ["synthetic"], "seeds": 2,
-            "sweep": ["synthetic", "svmguide1", "australian", "breast-cancer"],
+            "sweep": ["synthetic", "svmguide1", "australian", "breast-cancer", "w8a"],
             "adversarial": ["synthetic", "svmguide1", "australian", "breast-cancer", "heart"],
             "drift_n": 2000, "drift_seeds": 2, "timing": "w8a"}  # fmt: skip
 

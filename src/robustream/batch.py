@@ -21,7 +21,9 @@ from .solver import (
     INTERCEPT_RULES,
     check_polish,
     clearly_fewer,
+    discarded_class,
     discards_most_of_a_class,
+    finds_the_rest_of_its_class,
     gram_matrix,
     per_class_outlier_fractions,
     pick_flip_side,
@@ -29,7 +31,6 @@ from .solver import (
     side_outlier_fractions,
     side_unusable,
     solve,
-    symmetric_fits_clearly,
 )
 
 __all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
@@ -53,17 +54,18 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         one-sided one only if it leaves clearly fewer misclassified inliers than the symmetric one
         (``AUTO_SIDE_MARGIN``); only the kept variant of each rate is scored on the holdout. A
         variant that would discard more than half of an observed class (a near-constant model) is
-        not kept. Where the symmetric one is such a variant but leaves significantly fewer
-        misclassified inliers than the best one-sided variant at any rate
-        (:func:`robustream.solver.symmetric_fits_clearly`), it is also scored on the holdout, and
-        picked if it beats the best kept one by McNemar's paired test (``clearly_fewer``; its score
-        and side then stand for that rate): under uniform flips most labels of a small class are
-        wrong (w8a at 15%: about 85% of its observed positives), and no one-sided variant can fit
-        them; after one-sided flips of more than half of a class one separates the rest cleanly. A
-        one-sided pick is reported as its pair; ``auto_sides_`` holds the variant kept per rate.
-        Cost: up to 4 fits per rate (3 variants on all rows, 1 on the holdout's training part; 2 on
-        it when the symmetric variant is also scored), then the final fit, so about 25 fits for two
-        classes (7 per one-vs-rest problem otherwise).
+        not kept. Where the symmetric one is such a variant, it is also fitted on the holdout's
+        training part, and picked if the rows it predicts as that class are mostly labelled so
+        (:func:`robustream.solver.finds_the_rest_of_its_class`) and it beats the best kept one by
+        McNemar's paired test on the holdout (``clearly_fewer``; its score and side then stand for
+        that rate): under uniform flips most labels of a small class are wrong (w8a: about 60% of
+        its observed positives at 5% flips, 85% at 15%), and no one-sided variant can fit them;
+        after one-sided flips of more than half of a class one separates the rest cleanly, and the
+        symmetric fit is near-constant. A one-sided pick is reported as its pair; ``auto_sides_``
+        holds the variant kept per rate. Cost: up to 4 fits per rate (the usable variants on all
+        rows, 1 on the holdout's training part, and the symmetric one there when it discards most
+        of a class), then the final fit, so about 25 fits for two classes (7 per one-vs-rest
+        problem otherwise).
     polish : {"soft", "hard", "auto"}, default="soft"
         Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
         coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are
@@ -297,44 +299,47 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         share = X.shape[0] <= FULL_GRAM_ROWS
         # the fits on all rows (sides), then the fits on the holdout's training rows, each group
         # sharing one Gram matrix: one matrix alive at a time
-        discard_ok = set()  # rates whose symmetric variant discards most of a class but fits clearly better
         if self.classes_.size == 2:
             gram = gram_matrix(X) if share else None
-            side_of, keys_of = {}, {}
-            for r in AUTO_FRACTIONS:
-                side_of[r], keys_of[r] = self._pick_side(probe, X, y, r, seed, gram)
+            side_of = {r: self._pick_side(probe, X, y, r, seed, gram) for r in AUTO_FRACTIONS}
             del gram
             n_pos = int((y == self.classes_[1]).sum())
-            one_sided = [keys[s] for keys in keys_of.values() for s in AUTO_SIDES[1:] if s in keys]
-            for r, keys in keys_of.items():  # against the one-sided variant that fits best at any rate
-                if side_unusable(r, "both", n_pos, y.size - n_pos) and one_sided:
-                    if symmetric_fits_clearly(keys["both"], [min(one_sided)]):
-                        discard_ok.add(r)
+            # rates whose symmetric model discards most of a class: picked only as below
+            discarding = [r for r in AUTO_FRACTIONS if side_unusable(r, "both", n_pos, y.size - n_pos)]
         else:
             side_of = {r: self._one_vs_rest_side(y, r) for r in AUTO_FRACTIONS}
+            discarding = []
         X_train = X[train]
         gram_train = gram_matrix(X_train) if share else None
-        right, discarding = {}, {}
+        right = {}
         for r in AUTO_FRACTIONS:
             side = side_of[r]
             if side is not None:
                 probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
                 right[r] = probe._predict(X[hold]) == y[hold]
                 scores[r], sides[r] = float(np.mean(right[r])), side
-            if r in discard_ok:
-                # the symmetric model discards most of a class: scored, picked only if clearly better
-                probe._fit_models(X_train, y[train], r, seed, gram_train)
-                discarding[r] = probe._predict(X[hold]) == y[hold]
         if scores:
             best = max(scores.values())
             r = min(r for r, s in scores.items() if s == best)
         if discarding:
-            other = max(discarding, key=lambda d: (int(discarding[d].sum()), -d))
-            # McNemar on the holdout: the rows only one of the two models got wrong
-            if not scores or clearly_fewer(int(np.sum(right[r] & ~discarding[other])),
-                                           int(np.sum(discarding[other] & ~right[r]))):  # fmt: skip
-                r = other
-                scores[r], sides[r] = float(np.mean(discarding[r])), "both"
+            # a symmetric model that discards most of a class may replace the pick: the rows it predicts
+            # as that class must be mostly labelled so (all rows: the holdout alone holds too few of a
+            # small class), and it must err clearly less on the holdout (McNemar on the rows only one
+            # of the two got wrong)
+            found = {}
+            for d in discarding:
+                probe._fit_models(X_train, y[train], d, seed, gram_train)
+                predicted = probe._predict(X)
+                cls = self.classes_[int(discarded_class(d, n_pos, y.size - n_pos) > 0)]
+                called = predicted == cls
+                if finds_the_rest_of_its_class(int(called.sum()), int(np.sum(called & (y == cls)))):
+                    found[d] = predicted[hold] == y[hold]
+            if found:
+                other = max(found, key=lambda d: (int(found[d].sum()), -d))
+                if not scores or clearly_fewer(int(np.sum(right[r] & ~found[other])),
+                                               int(np.sum(found[other] & ~right[r]))):  # fmt: skip
+                    r = other
+                    scores[r], sides[r] = float(np.mean(found[r])), "both"
         if not scores:
             return AUTO_FRACTIONS[0], scores, sides
         return self._side_fraction(y, r, sides[r]), scores, sides
@@ -355,27 +360,22 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         n_pos = int((y == self.classes_[1]).sum())
         return side_outlier_fractions(rate, side, n_pos, y.size - n_pos)
 
-    def _pick_side(self, probe, X, y, rate, seed, gram=None) -> tuple[str | None, dict]:
+    def _pick_side(self, probe, X, y, rate, seed, gram=None) -> str | None:
         """Where ``rate * n`` wrong labels most likely sit, from fits on all rows: the variants that
         would not discard more than half of an observed class (such a class would mostly hold the
-        other one) are compared by :func:`robustream.solver.pick_flip_side` (None if no variant is
-        left); and the keys of every variant fitted, the symmetric one also when it discards most of a
-        class (:func:`robustream.solver.symmetric_fits_clearly` reads it).
+        other one) are compared by :func:`robustream.solver.pick_flip_side`; None if none is left.
         """
         n_pos = int((y == self.classes_[1]).sum())
         n_neg = y.size - n_pos
         y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
-        keys, usable = {}, {}
+        keys = {}
         for side in AUTO_SIDES:
-            unusable = side_unusable(rate, side, n_pos, n_neg)
-            if unusable and side != "both":
+            if side_unusable(rate, side, n_pos, n_neg):
                 continue
             probe._fit_models(X, y, self._side_fraction(y, rate, side), seed, gram)
             sol = probe.solutions_[0]
             keys[side] = side_key(X, y_pm, sol.coef, sol.intercept, sol.outlier_mask, sol.margin_width)
-            if not unusable:
-                usable[side] = keys[side]
-        return pick_flip_side(usable), keys
+        return pick_flip_side(keys)
 
     # -- prediction -----------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:

@@ -147,9 +147,10 @@ AUTO_SIDES = ("both", "negative", "positive")
 AUTO_FRACTIONS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 # a one-sided variant replaces the symmetric one only if it leaves clearly fewer misclassified inliers
 AUTO_SIDE_MARGIN = 0.25
-# "auto" picks a fraction that discards most of an observed class (a near-constant model, right when
-# the class is small and uniformly flipped, wrong under one-sided flips) only if its model errs this
-# many standard errors (of a paired difference) less than the best other fraction's
+# "auto" considers a fraction that discards most of an observed class (right when the class is small and
+# uniformly flipped, wrong under one-sided flips) only if the rows its model predicts as that class are
+# labelled so this many standard errors above one half (finds_the_rest_of_its_class), and RGDSVC picks
+# it only if it errs this many standard errors less on its holdout (clearly_fewer)
 AUTO_DISCARD_Z = 2.5
 
 
@@ -240,21 +241,56 @@ def clearly_fewer(fewer: int, more: int) -> bool:
     return more > fewer and (more - fewer) / math.sqrt(more + fewer) > AUTO_DISCARD_Z
 
 
-def symmetric_fits_clearly(symmetric: tuple[int, float], one_sided: list[tuple[int, float]]) -> bool:
-    """Whether a symmetric variant that discards most of an observed class may be kept: its key
-    (:func:`side_key`) must show significantly fewer misclassified inliers than every one-sided
-    variant fitted (:func:`clearly_fewer`). Compare with one-sided variants that discard as much
-    as the grid allows.
+def discarded_class(flip_rate: float, n_pos: int, n_neg: int) -> int:
+    """The observed class (+1 or -1) of which the symmetric model at ``flip_rate`` discards the larger
+    share (:func:`per_class_outlier_fractions`).
 
-    A small class whose labels are mostly flipped uniformly holds rows of the other class, which
-    discarding rows of one class cannot separate; after one-sided flips of more than half of a class,
-    discarding the flipped rows of the other class separates the rest cleanly, and the symmetric
-    variant is a near-constant model.
-
-    >>> symmetric_fits_clearly((1, -0.8), [(120, -1.4)]), symmetric_fits_clearly((0, -0.1), [(0, -0.5)])
-    (True, False)
+    >>> discarded_class(0.05, 100, 1100), discarded_class(0.05, 1100, 100)
+    (1, -1)
     """
-    return bool(one_sided) and all(clearly_fewer(symmetric[0], key[0]) for key in one_sided)
+    fractions = per_class_outlier_fractions(flip_rate, n_pos, n_neg)
+    return 1 if fractions[0] >= fractions[1] else -1
+
+
+def finds_the_rest_of_its_class(n_called: int, n_called_labelled: int) -> bool:
+    """Whether a symmetric model that discards most of an observed class (:func:`discarded_class`)
+    may stand for its rate in ``"auto"``: of the ``n_called`` rows it predicts as that class,
+    ``n_called_labelled`` are labelled so, which must be significantly more than half of them
+    (one-sided binomial z above ``AUTO_DISCARD_Z``).
+
+    Under uniform flips at a rate below one half, the rows of a class are mostly labelled as it
+    wherever they lie: the fit found the rest of a small class whose observed labels are mostly
+    flipped rows of the other (w8a at 5% flips: 60% of its observed positives; 80 to 95% of the rows
+    the right model predicts positive are labelled positive). After one-sided flips of half or more
+    of a class, the rows of that class are mostly labelled as the other: a fit that discards most of
+    the class calls none of them (a near-constant model), or calls rows labelled either way. Rows
+    the model was fitted on flatter it (it looks for rows labelled so), so count rows it was not
+    fitted on where there are enough.
+
+    >>> finds_the_rest_of_its_class(40, 36), finds_the_rest_of_its_class(40, 24), finds_the_rest_of_its_class(0, 0)
+    (True, False, False)
+    """
+    return n_called > 0 and (n_called_labelled - 0.5 * n_called) / math.sqrt(0.25 * n_called) > AUTO_DISCARD_Z
+
+
+def contradicts_one_side(n_calls: int, n_opposite: int, flip_rate: float) -> bool:
+    """Whether a model fitted with the wrong labels on one side contradicts that assumption: of the
+    ``n_calls`` rows it called the other class (the one assumed to hold no wrong labels),
+    ``n_opposite`` are labelled as the side's class, significantly more than ``flip_rate / 2`` of
+    them (binomial z above ``AUTO_DISCARD_Z``).
+
+    With wrong labels only among the observed negatives (positives labelled negative), a row labelled
+    positive is a positive, and the rows the model calls negative hold positive labels only where
+    the model errs; under uniform flips at ``flip_rate`` they hold about that share. So a model that
+    errs on less than half the flip rate tells the two apart (w8a at 5% uniform flips, the
+    "negative" side: 7% of its negative calls labelled positive; breast-cancer after adversarial
+    flips of 15%, the right "negative" side: 4%, at a flip rate of 0.2).
+
+    >>> contradicts_one_side(627, 45, 0.05), contradicts_one_side(103, 4, 0.2), contradicts_one_side(0, 0, 0.1)
+    (True, False, False)
+    """
+    p = 0.5 * flip_rate
+    return n_calls > 0 and p > 0.0 and (n_opposite - p * n_calls) / math.sqrt(n_calls * p * (1.0 - p)) > AUTO_DISCARD_Z
 
 
 def row_offset(X) -> np.ndarray | None:

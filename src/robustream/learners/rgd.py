@@ -15,7 +15,10 @@ from ..solver import (
     AUTO_SIDES,
     FULL_GRAM_ROWS,
     check_polish,
+    contradicts_one_side,
+    discarded_class,
     discards_most_of_a_class,
+    finds_the_rest_of_its_class,
     gram_matrix,
     per_class_outlier_fractions,
     pick_flip_side,
@@ -91,7 +94,17 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         (``flip_side_``: both classes, or only the observed negatives or positives, as after
         one-sided or adversarial flips): the first two rebuilds and every fourth one after also solve
         the other two sides at the picked fraction and apply the batch estimator's side rule
-        (:func:`robustream.solver.pick_flip_side`) — 8 solves instead of 6 for those rebuilds.
+        (:func:`robustream.solver.pick_flip_side`) — 8 solves instead of 6 for those rebuilds. A
+        symmetric fit that discards most of a class takes part in the side rule only if the rows it
+        predicts as that class are mostly labelled so
+        (:func:`robustream.solver.finds_the_rest_of_its_class`): for the current side, the rows
+        that arrived since the last side check, as its models predicted them before learning them
+        (rows a model was fitted on flatter it); for a fit of the other side, the rebuild's rows,
+        and it is solved only when the current one-sided models' calls since the last side check
+        contradict their side (:func:`robustream.solver.contradicts_one_side`). So on w8a at 5%
+        flips, where every fraction discards most of the observed positives, the wrong labels are
+        no longer put among the observed negatives for want of a symmetric fit to compare (split
+        seed 1: 2.9% test error, 9.0% without these rules).
     window_size, coreset_size, rebuild_every
         Rows kept from the recent stream, rows kept from past solutions, and rebuild period.
     rebuild_lag
@@ -216,6 +229,8 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self._candidates: list[tuple[dict, float]] = []
         self._candidate_errors = [0.0] * len(AUTO_FRACTIONS)
         self._candidate_usable = [True] * len(AUTO_FRACTIONS)  # fractions that keep most of each class
+        # the current model's calls since the last side check: (positive, of them labelled so, negative, ...)
+        self._side_evidence = [0, 0, 0, 0]
 
     def learn_one(self, x: dict, y) -> None:
         if self._candidates:
@@ -223,9 +238,14 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             positive = label_sign(y, type(self).__name__) > 0.0
             numeric_row(x, x)
             forget = 1.0 - 1.0 / self.window_size
+            current = AUTO_FRACTIONS.index(self.outlier_fraction_) if self.outlier_fraction_ in AUTO_FRACTIONS else -1
             for i, (w, b) in enumerate(self._candidates):
-                wrong = (sparse_dot(w, x) + b > 0.0) != positive
-                self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * wrong
+                says = sparse_dot(w, x) + b > 0.0
+                self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * (says != positive)
+                if i == current:  # the model's calls, per class, and how many of them the labels confirm
+                    k = 0 if says else 2
+                    self._side_evidence[k] += 1
+                    self._side_evidence[k + 1] += says == positive
         super().learn_one(x, y)
 
     def _fit_context(self, n_pos: int, n_neg: int, matrix: tuple | None = None) -> dict:
@@ -261,9 +281,22 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             others = [(s, side_outlier_fractions(fraction, s, n_pos, n_neg)) for s in AUTO_SIDES if s != side]
             # pairs, not a dict: a pending rebuild's context is checkpointed as JSON
             current = per_class[AUTO_FRACTIONS.index(fraction)]
+            # the symmetric variant also where it discards most of a class, once the current one-sided
+            # models' calls contradict their side; the side rule reads its fit only if that also finds
+            # the rest of the class (_fit_rows)
             context["other_sides"] = [
-                (s, f) for s, f in others if f != current and not side_unusable(fraction, s, n_pos, n_neg)
+                (s, f) for s, f in others if f != current and (
+                    not side_unusable(fraction, s, n_pos, n_neg) or (s == "both" and self._one_side_contradicted(fraction))
+                )
             ]  # fmt: skip
+            if side == "both" and not usable[AUTO_FRACTIONS.index(fraction)]:
+                # the current side discards most of a class: the side rule reads its fit only if the
+                # models since the last side check found the rest of that class among the rows that
+                # arrived after their rebuild (rows they were fitted on flatter them: a pocket of rows
+                # labelled so, after one-sided flips)
+                k = 0 if discarded_class(fraction, n_pos, n_neg) > 0 else 2
+                context["found"] = finds_the_rest_of_its_class(*self._side_evidence[k : k + 2])
+            self._side_evidence = [0, 0, 0, 0]
         return context
 
     def _discarding_better(self, pick: int, ok: list[bool], matrix: tuple) -> int | None:
@@ -287,13 +320,25 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             return None
         other = min(left_out, key=lambda j: (errors[j], j))
         features, X = matrix
-        with np.errstate(**_FP_POLICY), single_threaded_blas():  # one BLAS thread: the same votes anywhere
-            votes = [np.asarray(X @ self._warm(w, features)).ravel() + b > 0.0
-                     for w, b in (self._candidates[pick], self._candidates[other])]  # fmt: skip
+        votes = [self._votes(X, self._warm(w, features), b)
+                 for w, b in (self._candidates[pick], self._candidates[other])]  # fmt: skip
         disagree = float(np.mean(votes[0] != votes[1]))
         forget = 1.0 / self.window_size
         se = math.sqrt(disagree * forget / (2.0 - forget))
         return other if se > 0.0 and errors[pick] - errors[other] > AUTO_DISCARD_Z * se else None
+
+    def _one_side_contradicted(self, fraction: float) -> bool:
+        """Whether the calls of the current one-sided models since the last side check contradict
+        their side (:func:`robustream.solver.contradicts_one_side`)."""
+        k = 2 if self.flip_side_ == "negative" else 0  # the calls of the class assumed clean
+        n_calls, n_agree = self._side_evidence[k : k + 2]
+        return self.flip_side_ != "both" and contradicts_one_side(n_calls, n_calls - n_agree, fraction)
+
+    @staticmethod
+    def _votes(X, w: np.ndarray, b: float) -> np.ndarray:
+        """Which rows of ``X`` the model ``(w, b)`` predicts positive."""
+        with np.errstate(**_FP_POLICY), single_threaded_blas():  # one BLAS thread: the same votes anywhere
+            return np.asarray(X @ w).ravel() + b > 0.0
 
     def _side_fractions(self, rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
         if side == "both":
@@ -303,6 +348,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
         self.__dict__.setdefault("flip_side_", "both")  # pickles and daemon states written before it existed
+        self.__dict__.setdefault("_side_evidence", [0, 0, 0, 0])
 
     def _previous(self, weights: dict) -> dict | None:
         # before the first rebuild the weights are the passive-aggressive warm start, not a point of the
@@ -330,12 +376,20 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             def key(f):  # f = (coef, intercept, outlier_mask, row_weight, margin_width, margin_unit)
                 return side_key(X, signs, f[0], f[1], f[2], f[4])
 
-            keys = {context["side"]: key(fit)} if context["usable"][pick] or context.get("discarding") else {}
+            def found(f):  # a symmetric fit that discards most of a class finds the rest of it (its rows)
+                cls = discarded_class(context["pick"], n_pos, signs.size - n_pos)
+                called = self._votes(X, f[0], f[1]) == (cls > 0)
+                return finds_the_rest_of_its_class(int(called.sum()), int(np.sum(called & (signs == cls))))
+
+            keys = {}
+            if context["usable"][pick] or context.get("discarding") or context.get("found"):
+                keys[context["side"]] = key(fit)
             side_fits = {context["side"]: fit}
             warm = self._warm(context["previous"][pick], features)
             for side, fractions in context["other_sides"]:
-                side_fits[side] = self._solve_at(X, signs, fractions, warm, context.get("polish_start"), seed, gram)
-                keys[side] = key(side_fits[side])
+                side_fits[side] = f = self._solve_at(X, signs, fractions, warm, context.get("polish_start"), seed, gram)
+                if not discards_most_of_a_class(fractions, n_pos, signs.size - n_pos) or found(f):
+                    keys[side] = key(f)
             side = pick_flip_side(keys) or context["side"]
             context["new_side"] = side
             fit = side_fits[side]
@@ -410,6 +464,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             "candidates": [[_encode_row(w), b] for w, b in self._candidates],
             "candidate_errors": list(self._candidate_errors),
             "candidate_usable": list(self._candidate_usable),
+            "side_evidence": list(self._side_evidence),
         }
 
     def _set_state(self, st: dict) -> None:
@@ -420,3 +475,4 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         self._candidates = [(_decode_row(w), b) for w, b in st.get("candidates", [])]
         self._candidate_errors = list(st.get("candidate_errors", self._candidate_errors))
         self._candidate_usable = list(st.get("candidate_usable", self._candidate_usable))
+        self._side_evidence = [int(v) for v in st.get("side_evidence", [0, 0, 0, 0])]
