@@ -152,6 +152,8 @@ AUTO_SIDE_MARGIN = 0.25
 # labelled so this many standard errors above one half (finds_the_rest_of_its_class), and RGDSVC picks
 # it only if it errs this many standard errors less on its holdout (clearly_fewer)
 AUTO_DISCARD_Z = 2.5
+# ... and the counts those tests read must hold at least this many calls of the class
+AUTO_MIN_CALLS = 20
 
 
 def side_outlier_fractions(flip_rate: float, side: str, n_pos: int, n_neg: int) -> tuple[float, float]:
@@ -256,7 +258,8 @@ def finds_the_rest_of_its_class(n_called: int, n_called_labelled: int) -> bool:
     """Whether a symmetric model that discards most of an observed class (:func:`discarded_class`)
     may stand for its rate in ``"auto"``: of the ``n_called`` rows it predicts as that class,
     ``n_called_labelled`` are labelled so, which must be significantly more than half of them
-    (one-sided binomial z above ``AUTO_DISCARD_Z``).
+    (one-sided binomial z above ``AUTO_DISCARD_Z``, and at least ``AUTO_MIN_CALLS`` calls: a fit that
+    calls a handful of rows is near-constant, and z passes at 7 of 7).
 
     Under uniform flips at a rate below one half, the rows of a class are mostly labelled as it
     wherever they lie: the fit found the rest of a small class whose observed labels are mostly
@@ -267,17 +270,19 @@ def finds_the_rest_of_its_class(n_called: int, n_called_labelled: int) -> bool:
     the model was fitted on flatter it (it looks for rows labelled so), so count rows it was not
     fitted on where there are enough.
 
-    >>> finds_the_rest_of_its_class(40, 36), finds_the_rest_of_its_class(40, 24), finds_the_rest_of_its_class(0, 0)
+    >>> finds_the_rest_of_its_class(40, 36), finds_the_rest_of_its_class(40, 24), finds_the_rest_of_its_class(11, 10)
     (True, False, False)
     """
-    return n_called > 0 and (n_called_labelled - 0.5 * n_called) / math.sqrt(0.25 * n_called) > AUTO_DISCARD_Z
+    if n_called < AUTO_MIN_CALLS:
+        return False
+    return (n_called_labelled - 0.5 * n_called) / math.sqrt(0.25 * n_called) > AUTO_DISCARD_Z
 
 
 def contradicts_one_side(n_calls: int, n_opposite: int, flip_rate: float) -> bool:
     """Whether a model fitted with the wrong labels on one side contradicts that assumption: of the
-    ``n_calls`` rows it called the other class (the one assumed to hold no wrong labels),
-    ``n_opposite`` are labelled as the side's class, significantly more than ``flip_rate / 2`` of
-    them (binomial z above ``AUTO_DISCARD_Z``).
+    ``n_calls`` rows it called the side's class (for side "negative": the rows it called negative),
+    ``n_opposite`` are labelled as the other class, significantly more than ``flip_rate / 2`` of
+    them (binomial z above ``AUTO_DISCARD_Z``, and at least ``AUTO_MIN_CALLS`` calls).
 
     With wrong labels only among the observed negatives (positives labelled negative), a row labelled
     positive is a positive, and the rows the model calls negative hold positive labels only where
@@ -290,7 +295,7 @@ def contradicts_one_side(n_calls: int, n_opposite: int, flip_rate: float) -> boo
     (True, False, False)
     """
     p = 0.5 * flip_rate
-    return n_calls > 0 and p > 0.0 and (n_opposite - p * n_calls) / math.sqrt(n_calls * p * (1.0 - p)) > AUTO_DISCARD_Z
+    return n_calls >= AUTO_MIN_CALLS and p > 0.0 and (n_opposite - p * n_calls) / math.sqrt(n_calls * p * (1.0 - p)) > AUTO_DISCARD_Z
 
 
 def row_offset(X) -> np.ndarray | None:

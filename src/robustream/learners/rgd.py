@@ -330,7 +330,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     def _one_side_contradicted(self, fraction: float) -> bool:
         """Whether the calls of the current one-sided models since the last side check contradict
         their side (:func:`robustream.solver.contradicts_one_side`)."""
-        k = 2 if self.flip_side_ == "negative" else 0  # the calls of the class assumed clean
+        k = 2 if self.flip_side_ == "negative" else 0  # the calls of the side's class
         n_calls, n_agree = self._side_evidence[k : k + 2]
         return self.flip_side_ != "both" and contradicts_one_side(n_calls, n_calls - n_agree, fraction)
 
