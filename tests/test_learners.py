@@ -13,6 +13,7 @@ from river import checks, datasets, linear_model, metrics, preprocessing
 
 from robustream import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier, persist  # noqa: F401
 from robustream.batch import AUTO_FRACTIONS
+from robustream.learners.rgd import _SIDE_CHECK_EVERY
 
 LEARNERS = [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier, ORDIFilter]
 
@@ -350,11 +351,15 @@ def test_a_failed_auto_rebuild_keeps_the_outlier_fraction_of_the_model_in_use():
     stream = list(_noisy_stream(400, seed=8))
     _learn(model, stream)
     kept = (model.outlier_fraction_, model.weights, model._candidates)
+    calls = sum(model._side_evidence[0::2])
     model._fit_rows = lambda *args: (_ for _ in ()).throw(ValueError("cannot solve"))  # every solve fails now
     for x, y, _ in _noisy_stream(300, seed=9):
         model.learn_one(x, y)
     assert model.n_failed_rebuilds_ == 3
     assert (model.outlier_fraction_, model.weights, model._candidates) == kept
+    # ... and the calls the side rule reads: a side check whose solve failed did not happen
+    assert model.n_rebuilds_ % _SIDE_CHECK_EVERY == 0
+    assert sum(model._side_evidence[0::2]) == calls + 300
 
 
 def test_invalid_rebuild_lag_is_rejected():

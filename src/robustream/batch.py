@@ -21,9 +21,8 @@ from .solver import (
     INTERCEPT_RULES,
     check_polish,
     clearly_fewer,
-    discarded_class,
     discards_most_of_a_class,
-    finds_the_rest_of_its_class,
+    finds_its_discarded_class,
     gram_matrix,
     per_class_outlier_fractions,
     pick_flip_side,
@@ -330,9 +329,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             for d in discarding:
                 probe._fit_models(X_train, y[train], d, seed, gram_train)
                 predicted = probe._predict(X)
-                cls = self.classes_[int(discarded_class(d, n_pos, y.size - n_pos) > 0)]
-                called = predicted == cls
-                if finds_the_rest_of_its_class(int(called.sum()), int(np.sum(called & (y == cls)))):
+                if finds_its_discarded_class(d, y == self.classes_[1], predicted == self.classes_[1]):
                     found[d] = predicted[hold] == y[hold]
             if found:
                 other = max(found, key=lambda d: (int(found[d].sum()), -d))

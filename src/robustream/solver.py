@@ -278,6 +278,22 @@ def finds_the_rest_of_its_class(n_called: int, n_called_labelled: int) -> bool:
     return (n_called_labelled - 0.5 * n_called) / math.sqrt(0.25 * n_called) > AUTO_DISCARD_Z
 
 
+def finds_its_discarded_class(flip_rate: float, labelled_positive: np.ndarray, predicted_positive: np.ndarray) -> bool:
+    """:func:`finds_the_rest_of_its_class`, counted on rows: whether the symmetric model at
+    ``flip_rate``, predicting ``predicted_positive`` on rows labelled ``labelled_positive`` (two
+    boolean arrays), finds the rest of the class it discards most of (:func:`discarded_class`, of
+    these rows' labels).
+
+    >>> labelled = np.array([True] * 30 + [False] * 570)
+    >>> finds_its_discarded_class(0.05, labelled, labelled), finds_its_discarded_class(0.05, labelled, ~labelled)
+    (True, False)
+    """
+    n_pos = int(np.count_nonzero(labelled_positive))
+    cls = discarded_class(flip_rate, n_pos, labelled_positive.size - n_pos) > 0
+    called = predicted_positive == cls
+    return finds_the_rest_of_its_class(int(np.count_nonzero(called)), int(np.count_nonzero(called & (labelled_positive == cls))))
+
+
 def contradicts_one_side(n_calls: int, n_opposite: int, flip_rate: float) -> bool:
     """Whether a model fitted with the wrong labels on one side contradicts that assumption: of the
     ``n_calls`` rows it called the side's class (for side "negative": the rows it called negative),

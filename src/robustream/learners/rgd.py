@@ -18,6 +18,7 @@ from ..solver import (
     contradicts_one_side,
     discarded_class,
     discards_most_of_a_class,
+    finds_its_discarded_class,
     finds_the_rest_of_its_class,
     gram_matrix,
     per_class_outlier_fractions,
@@ -296,7 +297,6 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
                 # labelled so, after one-sided flips)
                 k = 0 if discarded_class(fraction, n_pos, n_neg) > 0 else 2
                 context["found"] = finds_the_rest_of_its_class(*self._side_evidence[k : k + 2])
-            self._side_evidence = [0, 0, 0, 0]
         return context
 
     def _discarding_better(self, pick: int, ok: list[bool], matrix: tuple) -> int | None:
@@ -377,9 +377,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
                 return side_key(X, signs, f[0], f[1], f[2], f[4])
 
             def found(f):  # a symmetric fit that discards most of a class finds the rest of it (its rows)
-                cls = discarded_class(context["pick"], n_pos, signs.size - n_pos)
-                called = self._votes(X, f[0], f[1]) == (cls > 0)
-                return finds_the_rest_of_its_class(int(called.sum()), int(np.sum(called & (signs == cls))))
+                return finds_its_discarded_class(context["pick"], signs > 0, self._votes(X, f[0], f[1]))
 
             keys = {}
             if context["usable"][pick] or context.get("discarding") or context.get("found"):
@@ -413,6 +411,8 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             self._candidates = context["candidates"]
             self._candidate_usable = context["usable"]
             self.flip_side_ = context.get("new_side", context.get("side", "both"))
+            if "other_sides" in context:  # a side check: the next one reads the calls of the models from now on
+                self._side_evidence = [0, 0, 0, 0]
 
     def _solve_at(
         self, X, signs, fractions: tuple[float, float], warm_start, polish_start, seed: int, gram=None, tol=_TOL
