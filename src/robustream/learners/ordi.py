@@ -22,6 +22,10 @@ SKIP_BUDGET = 1.25
 H_4_HALF = math.fsum(1.0 / math.sqrt(i) for i in range(1, 5))
 # Sherman-Morrison updates of the inverse drift slowly; it is recomputed from the scatter this often
 _REFRESH_EVERY = 1024
+# a downdate divides by 1 - u^T A u, which is tiny when the leaving row lies far from the kept ones:
+# the inverse's rounding errors are then amplified by its reciprocal (removing a row at 1e3 times the
+# data's scale corrupted the inverse), so below this the statistics are recomputed from the kept rows
+_MIN_DOWNDATE_DIVISOR = 1e-3
 
 
 class ORDIFilter(base.Wrapper, base.Classifier):
@@ -35,9 +39,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     convention that the mean does not move when one sample is removed. The sample is passed to
     ``classifier.learn_one`` unless its score is among the lowest ``removal_fraction`` of the last
     ``window_size`` scores (itself included, by mid-rank, so tied scores share their ranks; scores
-    are compared as ``n·dψ``, or bound ``/ n``, so that they do not drift with the stream length
-    ``n``), and at most ``1.25 * removal_fraction`` of the last ``window_size`` samples are skipped
-    (on streams whose scores drift, such as a few repeated rows, every new score can be the lowest).
+    are compared as ``n·dψ``, or bound ``/ n``, with ``n`` the number of samples the statistics
+    cover, so that they do not drift with the stream length), and at most
+    ``1.25 * removal_fraction`` of the last ``window_size`` samples are skipped (on streams whose
+    scores drift, such as a few repeated rows, every new score can be the lowest).
     A sample whose label the wrapped model has never been taught is never skipped, nor one whose
     score is not finite. Prediction always delegates to the wrapped model.
 
@@ -56,12 +61,17 @@ class ORDIFilter(base.Wrapper, base.Classifier):
       scores low" 0.1-0.5), so filtering by it removes clean samples. It is kept for the paper's
       use (dropping uninformative samples to save kernel-machine time), not for label noise.
 
-    The RBF/kernel form of the bound is not implemented (linear kernel only). The statistics are
-    cumulative (no forgetting), so after a concept drift the scores refer to the whole history.
-    They cover every feature key ever seen: with ``"exact"`` memory and time per sample grow as d²
-    in that number of keys (a stream with a new key in every row, such as raw tokens, reaches
-    hundreds of MB within thousands of rows); for unbounded key sets hash the features to a fixed
-    set first (or use ``"bound"``, O(d)).
+    The RBF/kernel form of the bound is not implemented (linear kernel only). With ``memory=None``
+    (default) the statistics are cumulative (no forgetting), so after a concept drift the scores
+    refer to the whole history. With ``memory=m`` they cover the last ``m`` labelled samples only:
+    the filter keeps those samples (``m·d`` floats) and removes the oldest as each new one arrives
+    (inverse Welford update of the mean and scatter, Sherman-Morrison downdate of the inverse, or a
+    recomputation from the kept samples when the leaving one lies so far from them that the downdate
+    would be unstable), so the scores follow a new concept within ``m`` samples, for up to twice
+    the time per sample. The statistics cover every feature key ever seen (also with ``memory``):
+    with ``"exact"`` memory and time per sample grow as d² in that number of keys (a stream with a
+    new key in every row, such as raw tokens, reaches hundreds of MB within thousands of rows); for
+    unbounded key sets hash the features to a fixed set first (or use ``"bound"``, O(d)).
 
     Parameters
     ----------
@@ -78,6 +88,9 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         Number of recent scores the lowest-fraction rule compares against.
     grace_period
         Labelled samples seen before any skipping (the statistics need a start).
+    memory
+        ``None`` (default): the statistics cover every labelled sample seen. An integer ``m >= 2``:
+        they cover the last ``m`` labelled samples (skipped ones included), which are kept.
 
     Attributes
     ----------
@@ -113,6 +126,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         score: str = "exact",
         window_size: int = 500,
         grace_period: int = 100,
+        memory: int | None = None,
     ):
         self.classifier = classifier
         self.removal_fraction = removal_fraction
@@ -120,6 +134,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         self.score = score
         self.window_size = window_size
         self.grace_period = grace_period
+        self.memory = memory
         self._check_params()
         self.classifier_ = classifier.clone() if classifier is not None else linear_model.LogisticRegression()
         self.n_seen_ = 0
@@ -136,6 +151,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         self._scores: deque[float] = deque(maxlen=window_size)
         self._skipped: deque[bool] = deque(maxlen=window_size)
         self._taught: set = set()
+        self._kept: deque[tuple[np.ndarray, Any]] = deque()  # the last `memory` (vector, label); memory set only
 
     def _check_params(self) -> None:
         if self.classifier is not None and not isinstance(self.classifier, base.Classifier):
@@ -154,6 +170,9 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         gp = self.grace_period
         if not (is_integer(gp) and gp >= 0):
             raise ValueError(f"grace_period must be a non-negative integer, got {gp!r}")
+        m = self.memory
+        if not (m is None or (is_integer(m) and m >= 2)):
+            raise ValueError(f"memory must be None or an integer >= 2, got {m!r}")
 
     @classmethod
     def _unit_test_params(cls):
@@ -162,6 +181,8 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         yield {"classifier": linear_model.LogisticRegression(), "window_size": 50, "grace_period": 20}
         # multi-class wrapped model, so River's checks also run the ImageSegments stream
         yield {"classifier": naive_bayes.GaussianNB(), "score": "bound", "removal_fraction": 0.1, "grace_period": 10}
+        # the statistics of the last samples only: River's streams are longer than the memory
+        yield {"classifier": linear_model.LogisticRegression(), "window_size": 50, "grace_period": 20, "memory": 50}
 
     @property
     def _wrapped_model(self) -> base.Classifier:
@@ -190,14 +211,18 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         score = self._ordi(*self._with_sample(x, y, commit=True), y)
         self.n_seen_ += 1
         self.last_score_ = score
-        if self.score == "exact" and self.n_seen_ % _REFRESH_EVERY == 0:
+        if self.memory is not None:
+            if self.n_seen_ % _REFRESH_EVERY == 0:  # the additions and removals round off too
+                self._set_stats(*self._recomputed(self._kept, self.mean_.size))
+        elif self.score == "exact" and self.n_seen_ % _REFRESH_EVERY == 0:
             with single_threaded_blas():  # a d x d inverse: BLAS threads would mostly spin
                 self.ridge_inverse_ = np.linalg.inv(self.scatter_ + self.ridge * np.eye(self.mean_.size))
         skip = False
         if score > -math.inf:
-            # dψ shrinks like 1/n and the bound grows like n (through β): rescaled, the scores of
-            # samples that arrived at different times are comparable
-            scaled = score * self.n_seen_ if self.score == "exact" else score / self.n_seen_
+            # dψ shrinks like 1/n and the bound grows like n (through β), n the samples in the
+            # statistics: rescaled, the scores of samples that arrived at different times are comparable
+            n = self.n_seen_ if self.memory is None else len(self._kept)
+            scaled = score * n if self.score == "exact" else score / n
             # +inf ("keep": the bound says nothing) is never skipped
             if scaled < math.inf and self.n_seen_ > self.grace_period and y in self._taught:
                 below = sum(map(scaled.__gt__, self._scores))  # scores below this one
@@ -234,6 +259,8 @@ class ORDIFilter(base.Wrapper, base.Classifier):
 
     def _grow(self, k: int) -> None:
         self.mean_ = np.pad(self.mean_, (0, k))
+        if self._kept:
+            self._kept = deque((np.pad(row, (0, k)), c) for row, c in self._kept)
         for c in self.class_sums_:
             self.class_sums_[c] = np.pad(self.class_sums_[c], (0, k))
         if self.score == "exact":
@@ -245,26 +272,32 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             self.ridge_inverse_[idx, idx] = 1.0 / self.ridge
 
     def _with_sample(self, x: dict, y: Any, commit: bool):
-        """The statistics with ``(x, y)`` included: ``(phi, mean, inverse, counts, sums)``."""
+        """The statistics with ``(x, y)`` included (and, with ``memory``, the oldest kept sample
+        removed when the memory is full): ``(phi, mean, inverse, counts, sums)``."""
         v = self._vector(x, grow=commit)
         d = v.size
         pad = d - self.mean_.size
-        n = self.n_seen_
+        n = self.n_seen_ if self.memory is None else len(self._kept)
         mean = np.pad(self.mean_, (0, pad)) if pad else self.mean_
+        counts = dict(self.class_counts_)
+        sums = {c: (np.pad(s, (0, pad)) if pad else s) for c, s in self.class_sums_.items()}
+        scatter = inv = None
+        if self.score == "exact":
+            scatter = np.pad(self.scatter_, ((0, pad), (0, pad))) if pad else self.scatter_
+            inv = np.pad(self.ridge_inverse_, ((0, pad), (0, pad))) if pad else self.ridge_inverse_
+            if pad:
+                inv[np.arange(d - pad, d), np.arange(d - pad, d)] = 1.0 / self.ridge
+        if self.memory is not None and n == self.memory:
+            mean, scatter, inv = self._without_oldest(d, mean, scatter, inv, counts, sums)
+            n -= 1
         u = v - mean
         new_mean = mean + u / (n + 1)
-        counts = dict(self.class_counts_)
         counts[y] = counts.get(y, 0) + 1
-        sums = {c: (np.pad(s, (0, pad)) if pad else s) for c, s in self.class_sums_.items()}
         sums[y] = (sums[y] if y in sums else np.zeros(d)) + v
         inverse = None
         if self.score == "exact":
             c = n / (n + 1)  # Welford: the scatter grows by c u u^T
-            scatter = np.pad(self.scatter_, ((0, pad), (0, pad))) if pad else self.scatter_
             scatter = scatter + c * np.outer(u, u)
-            inv = np.pad(self.ridge_inverse_, ((0, pad), (0, pad))) if pad else self.ridge_inverse_
-            if pad:
-                inv[np.arange(d - pad, d), np.arange(d - pad, d)] = 1.0 / self.ridge
             g = inv @ u
             inverse = inv - (c / (1.0 + c * float(u @ g))) * np.outer(g, g)
             if commit:
@@ -273,7 +306,57 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             self.mean_ = new_mean
             self.class_counts_ = counts
             self.class_sums_ = sums
+            if self.memory is not None:
+                if len(self._kept) == self.memory:
+                    self._kept.popleft()
+                self._kept.append((v, y))
         return v - new_mean, new_mean, inverse, counts, sums
+
+    def _without_oldest(self, d: int, mean, scatter, inv, counts: dict, sums: dict):
+        """``(mean, scatter, inverse)`` of the kept samples without the oldest; ``counts`` and
+        ``sums`` (copies) are updated in place. Nothing of ``self`` changes."""
+        old, label = self._kept[0]
+        old = np.pad(old, (0, d - old.size)) if old.size < d else old  # not padded yet: x has new keys
+        n = len(self._kept)
+        counts[label] -= 1
+        if counts[label]:
+            sums[label] = sums[label] - old
+        else:  # no sample of the class is left: it leaves the between-class scatter
+            del counts[label], sums[label]
+        u = old - mean
+        mean = mean - u / (n - 1)  # inverse Welford: the scatter shrinks by n/(n-1) u u^T
+        if self.score == "exact":
+            c = n / (n - 1)
+            g = inv @ u
+            divisor = 1.0 - c * float(u @ g)
+            if divisor < _MIN_DOWNDATE_DIVISOR:
+                rest = list(self._kept)[1:]
+                mean, scatter, inv, _, _ = self._recomputed(rest, d)
+            else:
+                scatter = scatter - c * np.outer(u, u)
+                inv = inv + (c / divisor) * np.outer(g, g)
+        return mean, scatter, inv
+
+    def _recomputed(self, kept, d: int):
+        """``(mean, scatter, inverse, counts, sums)`` computed afresh from the samples ``kept``."""
+        X = np.array([np.pad(row, (0, d - row.size)) for row, _ in kept]).reshape(len(kept), d)
+        mean = X.mean(axis=0)
+        rows_of: dict[Any, list[int]] = {}
+        for i, (_, c) in enumerate(kept):
+            rows_of.setdefault(c, []).append(i)
+        counts = {c: len(idx) for c, idx in rows_of.items()}
+        sums = {c: X[idx].sum(axis=0) for c, idx in rows_of.items()}
+        scatter, inverse = self.scatter_, self.ridge_inverse_
+        if self.score == "exact":
+            Xc = X - mean
+            with single_threaded_blas():  # a d x d inverse: BLAS threads would mostly spin
+                scatter = Xc.T @ Xc
+                inverse = np.linalg.inv(scatter + self.ridge * np.eye(d))
+        return mean, scatter, inverse, counts, sums
+
+    def _set_stats(self, mean, scatter, inverse, counts: dict, sums: dict) -> None:
+        self.mean_, self.scatter_, self.ridge_inverse_ = mean, scatter, inverse
+        self.class_counts_, self.class_sums_ = counts, sums
 
     def _ordi(self, phi, mean, inverse, counts, sums, y) -> float:
         n_x = counts[y]
