@@ -43,7 +43,7 @@ from river import linear_model, preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, warm_up  # noqa: E402
-from run_all import drift_data, get_split, river_labels  # noqa: E402
+from run_all import accuracy, drift_data, get_split, mean_sd, river_labels  # noqa: E402
 
 from robustream import ORDIFilter  # noqa: E402
 from robustream.replay import rows_as_dicts  # noqa: E402
@@ -77,7 +77,7 @@ def one_pass(factory: Callable, rows: list[dict], y_noisy: list, y_clean: list) 
 
 
 def error_rate(model, rows: list[dict], labels: list) -> float:
-    return float(np.mean([model.predict_one(x) != y for x, y in zip(rows, labels)]))
+    return 1.0 - accuracy(model, rows, labels)
 
 
 def run_drift(job: tuple) -> dict:
@@ -126,10 +126,8 @@ def warm_up_worker() -> None:
     warm_up(stream=[lambda f=f: preprocessing.StandardScaler() | f() for f in methods(0.1).values()])
 
 
-def mean_sd(values) -> str:
-    values = np.asarray(values, float)
-    sd = values.std(ddof=1) if values.size > 1 else 0.0
-    return f"{values.mean():.2f} ± {sd:.2f}"
+def mean_sd_text(values) -> str:
+    return "{:.2f} ± {:.2f}".format(*mean_sd(values))
 
 
 def main() -> None:
@@ -162,7 +160,7 @@ def main() -> None:
     for key, label in (("test_error", "test error on the new concept %"),
                        ("prequential", "prequential accuracy %"),
                        ("prequential_after", "prequential accuracy after the drift %")):  # fmt: skip
-        print(f"| {label} | " + " | ".join(mean_sd([r["methods"][m][key] for r in drift_runs]) for m in make) + " |")
+        print(f"| {label} | " + " | ".join(mean_sd_text([r["methods"][m][key] for r in drift_runs]) for m in make) + " |")
     print("| seconds per pass | " + " | ".join(
         f"{np.mean([r['methods'][m]['seconds'] for r in drift_runs]):.1f}" for m in make) + " |")
 
@@ -176,7 +174,7 @@ def main() -> None:
     print("|---|" + "---|" * len(make))
     for name, runs in by_set.items():
         print(f"| {name} ({runs[0]['n_train']}, {runs[0]['d']}) | "
-              + " | ".join(mean_sd([r["methods"][m]["test_error"] for r in runs]) for m in make) + " |")
+              + " | ".join(mean_sd_text([r["methods"][m]["test_error"] for r in runs]) for m in make) + " |")
     print(f"\nthroughput, rows per second (predict_one + learn_one, scaler included; the fastest of {TIMING_REPEATS} "
           "passes, summed over the seeds), and the ratio to ORDI cumulative\n")
     print("| dataset | " + " | ".join(make) + " |")

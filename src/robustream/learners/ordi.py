@@ -215,13 +215,12 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             if self.n_seen_ % _REFRESH_EVERY == 0:  # the additions and removals round off too
                 self._set_stats(*self._recomputed(self._kept, self.mean_.size))
         elif self.score == "exact" and self.n_seen_ % _REFRESH_EVERY == 0:
-            with single_threaded_blas():  # a d x d inverse: BLAS threads would mostly spin
-                self.ridge_inverse_ = np.linalg.inv(self.scatter_ + self.ridge * np.eye(self.mean_.size))
+            self.ridge_inverse_ = self._ridge_inverse(self.scatter_)
         skip = False
         if score > -math.inf:
             # dψ shrinks like 1/n and the bound grows like n (through β), n the samples in the
             # statistics: rescaled, the scores of samples that arrived at different times are comparable
-            n = self.n_seen_ if self.memory is None else len(self._kept)
+            n = self._n_covered
             scaled = score * n if self.score == "exact" else score / n
             # +inf ("keep": the bound says nothing) is never skipped
             if scaled < math.inf and self.n_seen_ > self.grace_period and y in self._taught:
@@ -277,7 +276,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         v = self._vector(x, grow=commit)
         d = v.size
         pad = d - self.mean_.size
-        n = self.n_seen_ if self.memory is None else len(self._kept)
+        n = self._n_covered
         mean = np.pad(self.mean_, (0, pad)) if pad else self.mean_
         counts = dict(self.class_counts_)
         sums = {c: (np.pad(s, (0, pad)) if pad else s) for c, s in self.class_sums_.items()}
@@ -349,10 +348,20 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         scatter, inverse = self.scatter_, self.ridge_inverse_
         if self.score == "exact":
             Xc = X - mean
-            with single_threaded_blas():  # a d x d inverse: BLAS threads would mostly spin
+            with single_threaded_blas():
                 scatter = Xc.T @ Xc
-                inverse = np.linalg.inv(scatter + self.ridge * np.eye(d))
+            inverse = self._ridge_inverse(scatter)
         return mean, scatter, inverse, counts, sums
+
+    def _ridge_inverse(self, scatter: np.ndarray) -> np.ndarray:
+        """``(scatter + ridge I)^-1``, computed afresh."""
+        with single_threaded_blas():  # a d x d inverse: BLAS threads would mostly spin
+            return np.linalg.inv(scatter + self.ridge * np.eye(scatter.shape[0]))
+
+    @property
+    def _n_covered(self) -> int:
+        """The number of labelled samples the statistics cover."""
+        return self.n_seen_ if self.memory is None else len(self._kept)
 
     def _set_stats(self, mean, scatter, inverse, counts: dict, sums: dict) -> None:
         self.mean_, self.scatter_, self.ridge_inverse_ = mean, scatter, inverse
