@@ -15,9 +15,11 @@ from .sketch import SKETCH_KINDS, JLSketch, make_sketch
 from .validation import is_integer, is_real, warn_stopped_at_cap
 from .solver import (
     AUTO_FRACTIONS,
+    BATCH_AUTO_FRACTIONS,
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
+    calls_each_class,
     INTERCEPT_RULES,
     check_polish,
     clearly_fewer,
@@ -32,7 +34,7 @@ from .solver import (
     solve,
 )
 
-__all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
+__all__ = ["RGDSVC", "AUTO_FRACTIONS", "BATCH_AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
 
 
 class RGDSVC(ClassifierMixin, BaseEstimator):
@@ -45,8 +47,12 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         uniform-flip model (see :func:`robustream.solver.per_class_outlier_fractions`; with more than
         two classes, each one-vs-rest problem uses its ``"one_vs_rest"`` model). A pair is
         (fraction of the positive class ``classes_[1]``, fraction of the negative class).
-        ``"auto"`` picks a rate from ``AUTO_FRACTIONS`` by accuracy on an internal 25% holdout of
-        the (noisy) training labels, then refits on all rows; the pick is ``outlier_fraction_``.
+        ``"auto"`` picks a rate from ``BATCH_AUTO_FRACTIONS`` (0 and ``AUTO_FRACTIONS``) by accuracy
+        on an internal 25% holdout of the (noisy) training labels, then refits on all rows; the pick
+        is ``outlier_fraction_``. Rate 0 (nothing discarded: clean data stays whole) is scored only if
+        its model calls each class on at least half as many rows as are labelled so
+        (:func:`robustream.solver.calls_each_class`): under one-sided flips of most of a small class
+        the near-constant fit of every row errs least on the holdout's labels.
         With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
         (``AUTO_SIDES``: both classes, as for a float, or only one observed class, as after
         one-sided or adversarial flips): it fits the three variants on all rows and keeps a
@@ -63,8 +69,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         symmetric fit is near-constant. A one-sided pick is reported as its pair; ``auto_sides_``
         holds the variant kept per rate. Cost: up to 4 fits per rate (the usable variants on all
         rows, 1 on the holdout's training part, and the symmetric one there when it discards most
-        of a class), then the final fit, so about 25 fits for two classes (7 per one-vs-rest
-        problem otherwise).
+        of a class), then the final fit, so about 26 fits for two classes (rate 0 is one fit; 8 per
+        one-vs-rest problem otherwise).
     polish : {"soft", "hard", "auto"}, default="soft"
         Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
         coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are
@@ -300,21 +306,25 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         # sharing one Gram matrix: one matrix alive at a time
         if self.classes_.size == 2:
             gram = gram_matrix(X) if share else None
-            side_of = {r: self._pick_side(probe, X, y, r, seed, gram) for r in AUTO_FRACTIONS}
+            side_of = {r: self._pick_side(probe, X, y, r, seed, gram) for r in BATCH_AUTO_FRACTIONS}
             del gram
             n_pos = int((y == self.classes_[1]).sum())
             # rates whose symmetric model discards most of a class: picked only as below
             discarding = [r for r in AUTO_FRACTIONS if side_unusable(r, "both", n_pos, y.size - n_pos)]
         else:
-            side_of = {r: self._one_vs_rest_side(y, r) for r in AUTO_FRACTIONS}
+            side_of = {r: self._one_vs_rest_side(y, r) for r in BATCH_AUTO_FRACTIONS}
             discarding = []
         X_train = X[train]
         gram_train = gram_matrix(X_train) if share else None
         right = {}
-        for r in AUTO_FRACTIONS:
+        for r in BATCH_AUTO_FRACTIONS:
             side = side_of[r]
             if side is not None:
                 probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
+                if r == 0.0 and self.classes_.size == 2 and not calls_each_class(
+                    n_pos, y.size - n_pos, int(np.sum(probe._predict(X) == self.classes_[1]))
+                ):
+                    continue  # a near-constant fit of every row (see outlier_fraction)
                 right[r] = probe._predict(X[hold]) == y[hold]
                 scores[r], sides[r] = float(np.mean(right[r])), side
         if scores:
@@ -362,6 +372,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         would not discard more than half of an observed class (such a class would mostly hold the
         other one) are compared by :func:`robustream.solver.pick_flip_side`; None if none is left.
         """
+        if rate == 0.0:
+            return "both"  # nothing discarded: every side is the same fit
         n_pos = int((y == self.classes_[1]).sum())
         n_neg = y.size - n_pos
         y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
