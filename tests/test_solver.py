@@ -468,6 +468,50 @@ def test_auto_polish_reports_soft_when_a_hard_polish_met_intersecting_hulls():
     assert "soft" in reported
 
 
+def _overlapping_labels(n=300, flip=0.15, seed=0):
+    """Two Gaussian classes in d = 5, means 4 apart, ``flip`` of the labels flipped: the hulls of the
+    labelled classes intersect, and so do the reduced ones at nu = 0.3."""
+    rng = np.random.default_rng(seed)
+    clean = np.r_[np.ones(n // 2), -np.ones(n - n // 2)]
+    X = rng.standard_normal((n, 5))
+    X[:, 0] += 2.0 * clean
+    noisy = np.where(rng.random(n) < flip, -clean, clean)
+    return X, noisy, clean
+
+
+def _reduced_caps(sign, nu):
+    return np.where(sign > 0, 1.0 / (nu * np.sum(sign > 0)), 1.0 / (nu * np.sum(sign < 0)))
+
+
+def test_a_polish_stopped_without_a_separation_certificate_shrinks_the_hulls():
+    from robustream.solver import separates
+
+    X, noisy, clean = _overlapping_labels()
+    cap = _reduced_caps(noisy, 0.3)
+    coef, steps, ok = nearest_point(X, noisy, cap, max_iter=20)
+    assert (steps, ok) == (20, False) and not separates(X, noisy, coef, cap)
+    assert separates(X, noisy, *nearest_point(X, noisy, _reduced_caps(noisy, 0.65))[:1], _reduced_caps(noisy, 0.65))
+    # a polish stopped there (max_iter; on mushrooms with 15% flips, CoresetSVMClassifier's solves ran out of
+    # 100,000 steps so) must not return that w, which is on its way to 0: it shrinks the hulls as for w = 0
+    sol = solve(X, noisy, outlier_fraction=(0.0, 0.0), polish="soft", nu=0.3, tree_height=0, refit_rounds=0,
+                max_iter=20, seed=0)  # fmt: skip
+    assert sol.info["nu"] == 0.65
+    assert separates(X, noisy, sol.convex_coef, _reduced_caps(noisy, sol.info["nu"]))
+
+
+def test_certify_within_stops_on_intersecting_hulls_and_leaves_separable_ones_alone():
+    X, noisy, _ = _overlapping_labels()
+    ones = np.ones(noisy.size)
+    free = nearest_point(X, noisy, ones)
+    assert free[2] and free[1] > 40  # w reaches 0 (the hulls intersect), after this many steps
+    assert nearest_point(X, noisy, ones, certify_within=20)[1:] == (20, False)
+    Xs, ys = _separable_strips()
+    free = nearest_point(Xs, ys, np.ones(ys.size))
+    capped = nearest_point(Xs, ys, np.ones(ys.size), certify_within=100)  # separated long before it converges
+    assert free[1] > 10_000 and capped[2] and abs(capped[1] - free[1]) < 100
+    np.testing.assert_allclose(capped[0], free[0], atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
