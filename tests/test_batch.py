@@ -331,6 +331,23 @@ def test_auto_leaves_clean_data_whole(w8a):
     assert 1 - auto.score(scaler.transform(split.X_test), split.y_test) < majority_error
 
 
+def test_auto_scores_rate_0_only_if_its_model_calls_every_class_of_a_one_vs_rest_problem():
+    # three classes, 60% of the small one (the farthest out) labelled as another: the fit of every
+    # row calls the small class on no row and still errs least on the noisy holdout; rate 0 was
+    # guarded in two-class problems only and won here
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], [120, 700, 700])
+    means = 4.66 * np.eye(3, 10)
+    X = rng.standard_normal((y.size, 10)) + means[y]
+    y_noisy = y.copy()
+    small = np.flatnonzero(y == 0)
+    y_noisy[small[np.argsort(-X[small, 0])[:72]]] = 1
+    auto = RGDSVC(outlier_fraction="auto", random_state=0).fit(X, y_noisy)
+    assert 0.0 not in auto.auto_scores_ and auto.outlier_fraction_ > 0.0
+    plain = RGDSVC(outlier_fraction=0.0, random_state=0).fit(X, y_noisy)
+    assert np.sum(plain.predict(X) == 0) < 0.5 * np.sum(y_noisy == 0)  # what the guard reads
+
+
 def test_auto_keeps_a_small_class_flipped_one_sidedly_by_more_than_half(minority_flipped_one_sided):
     # 60% of the positives labelled negative: a constant model errs less on the noisy holdout than
     # any model that keeps them, so the holdout alone picked the symmetric rate that discards most

@@ -321,8 +321,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             side = side_of[r]
             if side is not None:
                 probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
-                if r == 0.0 and self.classes_.size == 2 and not calls_each_class(
-                    n_pos, y.size - n_pos, int(np.sum(probe._predict(X) == self.classes_[1]))
+                if r == 0.0 and not calls_each_class(
+                    [np.sum(y == c) for c in self.classes_], [np.sum(probe._predict(X) == c) for c in self.classes_]
                 ):
                     continue  # a near-constant fit of every row (see outlier_fraction)
                 right[r] = probe._predict(X[hold]) == y[hold]

@@ -242,19 +242,19 @@ def pick_flip_side(keys: dict[str, tuple[int, float]]) -> str | None:
     return min(better)[1] if better else "both"
 
 
-def calls_each_class(n_pos: int, n_neg: int, n_called_pos: int) -> bool:
-    """Whether a model that calls ``n_called_pos`` of ``n_pos + n_neg`` rows positive (``n_pos`` of
-    them labelled so) calls each class on at least ``AUTO_ZERO_CALLS`` times as many rows as the
-    labels hold: what RGDSVC's ``"auto"`` asks of rate 0. It reads counts, not which rows are right: under
-    one-sided flips of most of a small class the labels themselves favour the fit of every row, a
-    near-constant model, that calls almost none of it. (Under uniform flips the right model calls a
-    small class less often than it is labelled, so rate 0 is then left to the rates that discard.)
+def calls_each_class(labelled: np.ndarray, called: np.ndarray) -> bool:
+    """Whether a model calls each class on at least ``AUTO_ZERO_CALLS`` times as many rows as the
+    labels hold (``labelled[c]`` rows labelled class ``c``, ``called[c]`` predicted so; two classes
+    or one-vs-rest alike): what RGDSVC's ``"auto"`` asks of rate 0. It reads counts, not which rows
+    are right: under one-sided flips of most of a small class the labels themselves favour the fit
+    of every row, a near-constant model, that calls almost none of it. (Under uniform flips the
+    right model calls a small class less often than it is labelled, so rate 0 is then left to the
+    rates that discard.)
 
-    >>> calls_each_class(30, 970, 25), calls_each_class(120, 1380, 20)
+    >>> calls_each_class([970, 30], [975, 25]), calls_each_class([1380, 120], [1480, 20])
     (True, False)
     """
-    n = n_pos + n_neg
-    return n_called_pos >= AUTO_ZERO_CALLS * n_pos and n - n_called_pos >= AUTO_ZERO_CALLS * n_neg
+    return bool(np.all(np.asarray(called) >= AUTO_ZERO_CALLS * np.asarray(labelled)))
 
 
 def clearly_fewer(fewer: int, more: int) -> bool:
