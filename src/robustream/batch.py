@@ -74,7 +74,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     polish : {"soft", "hard", "auto"}, default="soft"
         Final solve on the inliers: hard convex hulls (max margin) or reduced convex hulls with
         coefficients capped at ``1/(nu * n_class)``; ``"auto"`` keeps hard if the inliers are
-        separable, soft otherwise. A polish whose hulls intersect (``w = 0``) goes on soft, with
+        separable, soft otherwise. A polish whose hulls intersect (``w = 0``, or a solve that stops
+        without a ``w`` that separates them: :func:`robustream.solver.separates`) goes on soft, with
         ``nu`` raised until they part: ``solutions_[k].polish`` and ``.info["nu"]`` say what ran.
     nu : float, default=0.3
         Reduced-hull parameter of the soft polish (nu-SVM's nu), in (0, 1].

@@ -11,9 +11,10 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
 
     Same buffer as :class:`~robustream.RGDSVMClassifier` (window + coreset of support rows and
     low-margin inliers), but every rebuild keeps *all* rows: an MDM nearest-point solve of the two
-    hulls (``polish="hard"``; when the hulls of noisy data intersect, the reduced hulls with
-    ``nu``), no RGD-tree and no trimming (so sparse rows stay sparse in every rebuild). It shows
-    what explicit outlier removal buys.
+    hulls (``polish="auto"``: hard; when the hulls of noisy data intersect, the reduced hulls with
+    ``nu``, raised until they part), no RGD-tree and no trimming (so sparse rows stay sparse in
+    every rebuild). It shows what explicit outlier removal buys: without it the flipped rows carry
+    the hulls' coefficients, stay in the coreset, and the hulls come to intersect.
     ``rebuild_lag > 0`` runs the rebuilds in a worker process, as in
     :class:`~robustream.RGDSVMClassifier`.
     ``drift_threshold`` (None: off) drops the coreset and the window's older rows when the model's
