@@ -56,7 +56,9 @@ def make_messages(n: int, d: int, seed: int = 0) -> list[bytes]:
     return out
 
 
-def bare_consumer(bootstrap: str, topic: str, n: int) -> float:
+def read_all(bootstrap: str, topic: str, n: int, on_record, on_batch=lambda: None) -> float:
+    """Messages per second of reading the first ``n`` records of ``topic`` (assigned, from the
+    beginning), calling ``on_record`` on each record and ``on_batch`` after each poll batch."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=500)
     tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
     consumer.assign(tps)
@@ -67,36 +69,31 @@ def bare_consumer(bootstrap: str, topic: str, n: int) -> float:
             if first is None:
                 first = time.perf_counter()
             for r in records:
-                json.loads(r.value)
+                on_record(r)
                 got += 1
+        on_batch()
     elapsed = time.perf_counter() - first
     consumer.close()
     return n / elapsed
+
+
+def bare_consumer(bootstrap: str, topic: str, n: int) -> float:
+    return read_all(bootstrap, topic, n, lambda r: json.loads(r.value))
 
 
 def relay(bootstrap: str, topic: str, n: int, out_topic: str) -> float:
     """The daemon's I/O alone: decode each message and produce one small output record per message
     (keyed by the input key, acks=all, the daemon's producer settings, flushed after every poll
     batch as the daemon does before it commits); no validation, model or checkpoint."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=500)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", **PRODUCER_DEFAULTS)
-    tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
-    consumer.assign(tps)
-    consumer.seek_to_beginning(*tps)
-    got, first = 0, None
-    while got < n:
-        for records in consumer.poll(timeout_ms=500).values():
-            if first is None:
-                first = time.perf_counter()
-            for r in records:
-                doc = json.loads(r.value)
-                producer.send(out_topic, key=r.key, value=json.dumps({"id": doc["id"], "y_pred": 0}).encode())
-                got += 1
-        producer.flush()
-    elapsed = time.perf_counter() - first
-    consumer.close()
+
+    def send(r) -> None:
+        doc = json.loads(r.value)
+        producer.send(out_topic, key=r.key, value=json.dumps({"id": doc["id"], "y_pred": 0}).encode())
+
+    rate = read_all(bootstrap, topic, n, send, producer.flush)
     producer.close()
-    return n / elapsed
+    return rate
 
 
 class TimedDaemon(Daemon):
