@@ -322,10 +322,11 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             side = side_of[r]
             if side is not None:
                 probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
-                if r == 0.0 and not calls_each_class(
-                    [np.sum(y == c) for c in self.classes_], [np.sum(probe._predict(X) == c) for c in self.classes_]
-                ):
-                    continue  # a near-constant fit of every row (see outlier_fraction)
+                if r == 0.0:
+                    called = probe._predict(X)
+                    if not calls_each_class([np.sum(y == c) for c in self.classes_],
+                                            [np.sum(called == c) for c in self.classes_]):  # fmt: skip
+                        continue  # a near-constant fit of every row (see outlier_fraction)
                 right[r] = probe._predict(X[hold]) == y[hold]
                 scores[r], sides[r] = float(np.mean(right[r])), side
         if scores:

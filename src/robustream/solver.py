@@ -862,7 +862,9 @@ def solve(
         rows = Z if space == "sketch" else X
         start = _feasible_start(sign, inlier_mask, cap, previous, rows)
         coef, it, ok = nearest_in(space, cap, start)
-        return coef, it, ok, separates(rows, sign, coef, cap)
+        # a converged solve separates unless w is 0 (gap <= tol ||w||^2 or the tiny floor), which
+        # polish_on tests anyway: the certificate is read only when the solve stopped short
+        return coef, it, ok, ok or separates(rows, sign, coef, cap)
 
     def polish_on(inlier_mask, soft, previous):
         """Polish; when the (reduced) hulls of the inliers intersect, shrink them.
