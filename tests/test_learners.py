@@ -435,6 +435,50 @@ def test_buffer_matrix_of_rows_holding_every_feature_is_dense_and_exact():
     assert isinstance(check(), np.ndarray)
 
 
+def test_buffer_append_converts_rows_of_the_current_features_once_and_the_matrix_stays_exact():
+    from robustream.coreset import RowBuffer, feature_order
+
+    rng = np.random.default_rng(2)
+    buf = RowBuffer(window_size=30, coreset_size=5)
+    canonical = feature_order([dict.fromkeys(["b", "a", 3, "c"])])
+    other_order = list(reversed(canonical))
+
+    def add(keys, zero=None):
+        row = {k: float(rng.normal()) for k in keys}
+        if zero is not None:
+            row[zero] = 0.0
+        buf.append(row, 1.0, keys)
+        return buf.window[-1]
+
+    def check():
+        rows = buf.rows()
+        features, X = buf.matrix(rows)
+        assert features == feature_order(x for x, _ in rows)
+        ref = np.array([[x.get(f, 0.0) for f in features] for x, _ in rows])
+        np.testing.assert_array_equal(X if isinstance(X, np.ndarray) else X.toarray(), ref)
+        return X
+
+    first = add(canonical)
+    assert id(first) not in buf._columns  # no matrix yet: no feature order to convert to
+    check()
+    converted = [add(canonical) for _ in range(5)]
+    assert all(buf._columns[id(item)][0] is item for item in converted)
+    skipped = [add(other_order), add(canonical[:2]), add(canonical, zero="a")]  # other order, short, a zero
+    assert not any(id(item) in buf._columns for item in skipped)
+    assert not isinstance(check(), np.ndarray)  # the short row: sparse, and exact
+    for _ in range(200):  # many more rows than the buffer holds, no matrix in between: the cache stays bounded
+        add(canonical)
+        assert len(buf._columns) <= 30 + 5
+    assert isinstance(check(), np.ndarray)
+    wider = add(canonical + ["new"])  # a feature appears: not the last matrix's features
+    assert id(wider) not in buf._columns
+    assert not isinstance(check(), np.ndarray)  # the rows converted before it get new columns, exactly
+    later = add(canonical)
+    assert id(later) not in buf._columns  # the last matrix had five features, this row four
+    assert not isinstance(check(), np.ndarray)
+    assert pickle.loads(pickle.dumps(buf))._columns == {}
+
+
 def test_auto_never_picks_a_fraction_that_discards_most_of_a_class():
     # one-sided flips: half of the positives are labelled negative, so a quarter of the labels say
     # positive and the symmetric flip model at 0.15 or more would discard over half of them

@@ -32,16 +32,44 @@ class RowBuffer:
         self._features: list[Hashable] = []
         self._index: dict[Hashable, int] = {}
         self._full = np.arange(0)  # the column indices of a row holding every feature (shared)
+        self._keys_checked: list | None = None  # the last key order append() compared with _features ...
+        self._keys_same = False  # ... and whether it was theirs
+
+    _CACHE = ("_columns", "_features", "_index", "_full", "_keys_checked", "_keys_same")
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        for name in ("_columns", "_features", "_index", "_full"):  # a cache keyed by object ids: not for a copy
+        for name in self._CACHE:  # a cache keyed by object ids: not for a copy
             del state[name]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._columns, self._features, self._index, self._full = {}, [], {}, np.arange(0)
+        self._keys_checked, self._keys_same = None, False
+
+    def append(self, row: Row, sign: float, keys: list) -> None:
+        """Append ``(row, sign)`` to the window; ``keys``: the key order the row was built in.
+
+        A row holding every feature of the last :meth:`matrix`, in its order, none of them zero, is
+        converted for the next one now, while its values are still in the CPU cache: the
+        same conversion at the rebuild, on rows scattered in memory, cost several times as much
+        (``benchmarks/stream_throughput.py``).
+        """
+        item = (row, sign)
+        window = self.window
+        if len(window) == window.maxlen:  # the cache holds no more rows than the buffer (a coreset row
+            self._columns.pop(id(window[0]), None)  # leaving the window is converted again if needed)
+        window.append(item)
+        n_features = len(self._features)
+        if len(row) != n_features:
+            return
+        if keys is not self._keys_checked:  # a stream mostly repeats one key order: compared once
+            self._keys_checked, self._keys_same = keys, keys == self._features
+        if self._keys_same:
+            values = np.fromiter(row.values(), np.float64, n_features)
+            if values.all():
+                self._columns[id(item)] = (item, self._full, values)
 
     def matrix(self, rows: list[tuple[Row, float]]) -> tuple[list[Hashable], np.ndarray | sp.csr_matrix]:
         """``(features, X)``: the canonical feature order of ``rows`` and their matrix over it.
@@ -69,6 +97,8 @@ class RowBuffer:
             full = np.arange(len(features))
             entries = _columns_of(rows, features, index, full)
         self._columns = {id(e[0]): e for e in entries}
+        if features is not self._features:
+            self._keys_checked = None
         self._features, self._index, self._full = features, index, full
         if features and entries and all(e[1] is full for e in entries):
             return features, np.stack([e[2] for e in entries])

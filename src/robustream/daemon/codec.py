@@ -21,6 +21,8 @@ import math
 from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
+from ..validation import finite_floats
+
 DEAD_LETTER_RAW_LIMIT = 65536  # bytes of the original message copied into a dead letter
 DEAD_LETTER_ERROR_LIMIT = 1000  # characters of a dead letter's reason (it may quote a key or a label)
 MAX_ID_CHARS = 10_000  # an id is copied into the output record, which must stay well under 1 MiB escaped
@@ -104,7 +106,6 @@ def _reject_constant(name: str) -> float:
 
 # built once: json.loads(text, parse_constant=...) would build a decoder and its scanner per message
 _JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-_ONLY_FLOATS = frozenset([float])
 
 
 def decode_message(
@@ -148,7 +149,7 @@ def decode_message(
     if len(x_doc) > max_features:
         raise InvalidMessage(f"field 'x': {len(x_doc)} features, more than --max-features {max_features}")
     values = x_doc.values()
-    if _ONLY_FLOATS.issuperset(map(type, values)) and math.isfinite(sum(values)):
+    if finite_floats(values):
         return _finish(doc, msg_id, x_doc, labels)  # the common case, checked in two C-speed passes
     x: dict[str, float] = {}
     for key, value in x_doc.items():

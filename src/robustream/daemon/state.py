@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ..validation import finite_floats
+
 STATE_FORMAT = 1
 
 # Whole module trees whose classes and functions may be rebuilt.
@@ -110,14 +112,14 @@ def _check_constructor(func: Any, args: Any) -> None:
     raise StateError(f"state calls {func!r} at load time; only allowlisted classes may be built")
 
 
-_FLOAT_ONLY, _STR_ONLY = frozenset([float]), frozenset([str])
+_STR_ONLY = frozenset([str])
 
 
 def _finite_floats(items: Any) -> list | None:
     """``list(items)`` when every item is a finite plain float (which ref() writes as itself), else None.
 
     Model state is mostly rows of floats: this writes them without one ref() call per number."""
-    if items and _FLOAT_ONLY.issuperset(map(type, items)) and math.isfinite(sum(items)):
+    if items and finite_floats(items):
         return list(items)
     return None
 

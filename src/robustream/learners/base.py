@@ -24,7 +24,7 @@ from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
 from ..solver import row_offset
 from ..validation import is_plain_int as is_integer  # the parameters are saved as JSON: Python ints
-from ..validation import is_plain_real
+from ..validation import finite_floats, is_plain_real
 from .rebuild_worker import WorkerUnavailable, solve_worker
 
 
@@ -105,6 +105,9 @@ def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> d
     """``{k: float(x[k])}`` for the ``keys`` (those whose value is non-zero with ``drop_zeros``);
     ValueError naming the first feature that is not a finite number (one NaN or inf would poison
     every later solve or score)."""
+    if finite_floats(x.values()):  # what River's transformers output: no conversion, no value-by-value test
+        row = {k: x[k] for k in keys}
+        return {k: v for k, v in row.items() if v} if drop_zeros and not all(row.values()) else row
     if not _PLAIN_NUMBERS.issuperset(map(type, x.values())) and (problem := _first_non_number(x)):
         raise ValueError(problem)  # float() would take "1.5", b"2" or Decimal, which w.x then refuses
     try:
@@ -321,7 +324,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
         row = numeric_row(x, self._canonical_keys)
-        self._buffer.window.append((row, sign))
+        self._buffer.append(row, sign, self._canonical_keys)
         self._untested_rows += 1
         if self.n_rebuilds_ == 0:
             self._passive_aggressive(row, sign)
