@@ -436,7 +436,7 @@ def test_buffer_matrix_of_rows_holding_every_feature_is_dense_and_exact():
 
 
 def test_buffer_append_converts_rows_of_the_current_features_once_and_the_matrix_stays_exact():
-    from robustream.coreset import RowBuffer, feature_order
+    from robustream.coreset import DenseRow, RowBuffer, feature_order
 
     rng = np.random.default_rng(2)
     buf = RowBuffer(window_size=30, coreset_size=5)
@@ -463,8 +463,11 @@ def test_buffer_append_converts_rows_of_the_current_features_once_and_the_matrix
     check()
     converted = [add(canonical) for _ in range(5)]
     assert all(buf._columns[id(item)][0] is item for item in converted)
+    row = converted[0][0]
+    assert isinstance(row, DenseRow) and row == dict(zip(canonical, row.values())) and list(row) == canonical
+    assert pickle.loads(pickle.dumps(row)) == row
     skipped = [add(other_order), add(canonical[:2]), add(canonical, zero="a")]  # other order, short, a zero
-    assert not any(id(item) in buf._columns for item in skipped)
+    assert not any(id(item) in buf._columns or isinstance(item[0], DenseRow) for item in skipped)
     assert not isinstance(check(), np.ndarray)  # the short row: sparse, and exact
     for _ in range(200):  # many more rows than the buffer holds, no matrix in between: the cache stays bounded
         add(canonical)
