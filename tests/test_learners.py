@@ -466,6 +466,9 @@ def test_buffer_append_converts_rows_of_the_current_features_once_and_the_matrix
     row = converted[0][0]
     assert isinstance(row, DenseRow) and row == dict(zip(canonical, row.values())) and list(row) == canonical
     assert pickle.loads(pickle.dumps(row)) == row
+    del buf._columns[id(converted[1])]  # as for a coreset row that left the window: read as it is, not converted
+    check()
+    assert buf._columns[id(converted[1])][2] is converted[1][0]._values
     skipped = [add(other_order), add(canonical[:2]), add(canonical, zero="a")]  # other order, short, a zero
     assert not any(id(item) in buf._columns or isinstance(item[0], DenseRow) for item in skipped)
     assert not isinstance(check(), np.ndarray)  # the short row: sparse, and exact

@@ -122,6 +122,12 @@ class RowBuffer:
         entries = [cache.get(id(item)) for item in rows]
         missing = [i for i, (e, item) in enumerate(zip(entries, rows)) if e is None or e[0] is not item]
         features, full = self._features, self._full
+        if missing:  # a dense row of these features (a coreset row that left the window) is read as it is
+            for i in missing:
+                x = rows[i][0]
+                if type(x) is DenseRow and x._keys is features:
+                    entries[i] = (rows[i], full, x._values)
+            missing = [i for i in missing if entries[i] is None or entries[i][0] is not rows[i]]
         # same feature set: no new key in the new rows, and (checked below) no feature left with old rows
         same = bool(rows) and all(index.keys() >= rows[i][0].keys() for i in missing)
         if same:
