@@ -1,6 +1,7 @@
 """The bounded memory of a streaming learner: a window of recent rows plus a maintained coreset.
 
-Rows are dicts of features (sparse rows stay sparse) with a label in {-1, +1}. Between rebuilds,
+Rows are mappings of features with a label in {-1, +1}: dicts (sparse rows stay sparse), or
+:class:`DenseRow` arrays for rows that hold every feature of a dense stream. Between rebuilds,
 ``learn_one`` only appends to the window; a rebuild solves on coreset + window and keeps, as the new
 coreset, the rows that carry the solution's convex coefficients plus the lowest-margin inliers (the
 max-margin coreset rule: points whose margin is below (1 - eps) rho are the ones that can change the
