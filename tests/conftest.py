@@ -22,10 +22,11 @@ def broker(tmp_path):
 @pytest.fixture(scope="session")
 def w8a():
     """The shared w8a data set (3% positives)."""
-    from robustream.datasets import load, shared_datasets_dir
+    from shared_data import require_shared
 
-    if not (shared_datasets_dir() / "w8a.xz").exists():
-        pytest.skip(f"shared w8a not found in {shared_datasets_dir()} (/work/shared absent)")
+    from robustream.datasets import load
+
+    require_shared("w8a.xz")
     return load("w8a")
 
 

@@ -28,8 +28,7 @@ from robustream.datasets import (
     read_svmlight,
     shared_datasets_dir,
 )
-
-SHARED = shared_datasets_dir()
+from shared_data import require_shared
 
 # Shapes and label counts as stated in /work/shared/datasets/MANIFEST.md, written
 # here independently of the registry: name -> (rows, features, {mapped label: count}, classes).
@@ -55,9 +54,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"shared datasets not found at {SHARED}")
-    return SHARED
+    return require_shared()
 
 
 _CACHE: dict[str, Dataset] = {}
@@ -714,11 +711,10 @@ def test_load_with_label_column_and_header_for_a_csv_file(tmp_path):
     assert ds.classes == (0.0, 1.0) and ds.y.tolist() == [1.0, -1.0]
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="the shared datasets folder (../shared/datasets) is absent")
 @pytest.mark.parametrize("name", ["ionosphere", "svmguide1.t", "heart"])
-def test_the_path_of_a_registered_file_loads_that_data_set(name):
+def test_the_path_of_a_registered_file_loads_that_data_set(shared_dir, name):
     by_name = load(name)
-    by_path = load(SHARED / DATASETS[name].files[0])
+    by_path = load(shared_dir / DATASETS[name].files[0])
     assert by_path.name == name and by_path.classes == by_name.classes
     np.testing.assert_array_equal(by_path.y, by_name.y)
     np.testing.assert_array_equal(np.asarray(by_path.X.todense() if sp.issparse(by_path.X) else by_path.X),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from robustream.datasets import shared_datasets_dir
+from shared_data import require_shared
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,8 +18,7 @@ def run(*args):
 
 
 def test_batch_label_noise_example():
-    if not (shared_datasets_dir() / "heart_scale.xz").exists():
-        pytest.skip(f"shared datasets not found at {shared_datasets_dir()}")
+    require_shared("heart_scale.xz")
     out = run("examples/batch_label_noise.py", "heart", "--seeds", "1")
     assert "heart" in out and "RGDSVC" in out
 
@@ -34,8 +33,7 @@ def test_river_label_noise_example():
 
 
 def test_mnist_one_vs_rest_example():
-    if not (shared_datasets_dir() / "mnist-t10k-images-idx3-ubyte.gz").exists():
-        pytest.skip(f"shared MNIST files not found in {shared_datasets_dir()}")
+    require_shared("mnist-t10k-images-idx3-ubyte.gz")
     out = run("examples/mnist_one_vs_rest.py")
     accuracy = {line.split()[0]: float(line.split()[1]) for line in out.splitlines()
                 if line.startswith(("RGDSVMClassifier", "LogisticRegression"))}  # fmt: skip

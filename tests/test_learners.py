@@ -14,6 +14,7 @@ from river import checks, datasets, linear_model, metrics, preprocessing
 from robustream import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier, persist  # noqa: F401
 from robustream.batch import AUTO_FRACTIONS
 from robustream.learners.rgd import _SIDE_CHECK_EVERY
+from shared_data import require_shared
 
 LEARNERS = [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier, ORDIFilter]
 
@@ -977,11 +978,10 @@ def test_invalid_drift_threshold_is_rejected(bad):
 def test_one_vs_rest_on_the_mnist_test_set_with_flipped_labels():
     from river import multiclass
 
-    from robustream.datasets import load, shared_datasets_dir
+    from robustream.datasets import load
     from robustream.evaluate import noisy_stream
 
-    if not (shared_datasets_dir() / "mnist-t10k-images-idx3-ubyte.gz").exists():
-        pytest.skip(f"shared MNIST files not found in {shared_datasets_dir()} (/work/shared absent)")
+    require_shared("mnist-t10k-images-idx3-ubyte.gz")
     ds = load("mnist")  # 10 classes, pixels in [0, 1]
     X = ds.X.toarray() if hasattr(ds.X, "toarray") else ds.X
     rows = [{int(j): float(X[i, j]) for j in np.flatnonzero(X[i])} for i in range(4000)]
@@ -1120,11 +1120,10 @@ def test_coreset_learner_on_noisy_mushrooms_stays_accurate_after_every_rebuild(s
     # 100,000 steps with w on its way to 0 and the rebuild installed that w (test error 9.8 - 22.7%
     # after rebuilds 2 - 6, the report's protocol). A solve that stops without separating the hulls now
     # shrinks them as for w = 0 (robustream.solver.separates).
-    from robustream.datasets import load, noisy_split, shared_datasets_dir
+    from robustream.datasets import load, noisy_split
     from robustream.replay import rows_as_dicts, scaler_for
 
-    if not (shared_datasets_dir() / "mushrooms.xz").exists():
-        pytest.skip(f"shared mushrooms not found in {shared_datasets_dir()} (/work/shared absent)")
+    require_shared("mushrooms.xz")
     data = load("mushrooms")
     split = noisy_split(data.X, data.y, flip=0.15, seed=seed, max_samples=4000)
     core = CoresetSVMClassifier(rebuild_every=250, seed=seed)

@@ -12,7 +12,8 @@ import pytest
 
 from robustream import replay
 from robustream.cli import main
-from robustream.datasets import make_gaussian_classes, shared_datasets_dir
+from robustream.datasets import make_gaussian_classes
+from shared_data import require_shared
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -119,8 +120,7 @@ def test_adversarial_noise_flips_the_positive_class(svm_file, tmp_path):
 
 @pytest.mark.dataset
 def test_shared_dataset_with_max_samples(tmp_path):
-    if not shared_datasets_dir().is_dir():
-        pytest.skip(f"shared datasets not found at {shared_datasets_dir()}")
+    require_shared("mushrooms.xz")
     code = main(["replay", "mushrooms", "--learner", "coreset", "--max-samples", "400", "--seeds", "1",
                  "--flip", "0.15", "--out", str(tmp_path), "--quiet"])  # fmt: skip
     assert code == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from robustream.datasets import shared_datasets_dir
+from shared_data import require_shared
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = [
@@ -54,8 +54,7 @@ def _tables(text: str) -> dict[str, list[list[list[str]]]]:
 @pytest.mark.slow
 @pytest.mark.dataset
 def test_quick_report_has_every_table(tmp_path):
-    if not shared_datasets_dir().is_dir():
-        pytest.skip(f"shared datasets not found at {shared_datasets_dir()}")
+    require_shared()
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--quick", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
