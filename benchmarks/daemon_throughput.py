@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, warm_up  # noqa: E402
 
 from robustream.cli import build_parser  # noqa: E402
+from robustream.daemon.codec import encode_prediction  # noqa: E402
 from robustream.daemon.config import resolve  # noqa: E402
 from robustream.daemon.embedded import EmbeddedBroker  # noqa: E402
 from robustream.daemon.service import PRODUCER_DEFAULTS, Daemon, configure_logging  # noqa: E402
@@ -82,14 +83,15 @@ def bare_consumer(bootstrap: str, topic: str, n: int) -> float:
 
 
 def relay(bootstrap: str, topic: str, n: int, out_topic: str) -> float:
-    """The daemon's I/O alone: decode each message and produce one small output record per message
-    (keyed by the input key, acks=all, the daemon's producer settings, flushed after every poll
-    batch as the daemon does before it commits); no validation, model or checkpoint."""
+    """The daemon's I/O alone: decode each message and produce its prediction record, written by the
+    daemon's encoder (robustream.daemon.codec.encode_prediction), keyed by the input key, with acks=all
+    and the daemon's producer settings, flushed after every poll batch as the daemon does before it
+    commits; no validation, model or checkpoint."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", **PRODUCER_DEFAULTS)
 
     def send(r) -> None:
         doc = json.loads(r.value)
-        producer.send(out_topic, key=r.key, value=json.dumps({"id": doc["id"], "y_pred": 0}).encode())
+        producer.send(out_topic, key=r.key, value=encode_prediction(doc["id"], doc["y"], None, None, 0))
 
     rate = read_all(bootstrap, topic, n, send, producer.flush)
     producer.close()

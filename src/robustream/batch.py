@@ -327,7 +327,10 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     if not calls_each_class([np.sum(y == c) for c in self.classes_],
                                             [np.sum(called == c) for c in self.classes_]):  # fmt: skip
                         continue  # a near-constant fit of every row (see outlier_fraction)
-                right[r] = probe._predict(X[hold]) == y[hold]
+                    predicted = called[hold]  # the holdout's calls are among them
+                else:
+                    predicted = probe._predict(X[hold])
+                right[r] = predicted == y[hold]
                 scores[r], sides[r] = float(np.mean(right[r])), side
         if scores:
             best = max(scores.values())

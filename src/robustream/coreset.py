@@ -120,15 +120,13 @@ class RowBuffer:
         so a rebuild converts only the rows that arrived since the last one.
         """
         cache, index = self._columns, self._index
-        entries = [cache.get(id(item)) for item in rows]
-        missing = [i for i, (e, item) in enumerate(zip(entries, rows)) if e is None or e[0] is not item]
         features, full = self._features, self._full
-        if missing:  # a dense row of these features (a coreset row that left the window) is read as it is
-            for i in missing:
-                x = rows[i][0]
-                if type(x) is DenseRow and x._keys is features:
-                    entries[i] = (rows[i], full, x._values)
-            missing = [i for i in missing if entries[i] is None or entries[i][0] is not rows[i]]
+        entries = [cache.get(id(item)) for item in rows]
+        for i, (e, item) in enumerate(zip(entries, rows)):
+            if e is None or e[0] is not item:  # not cached (or another row's id): a dense row of these
+                x = item[0]  # features (a coreset row that left the window) is read as it is
+                entries[i] = (item, full, x._values) if type(x) is DenseRow and x._keys is features else None
+        missing = [i for i, e in enumerate(entries) if e is None]
         # same feature set: no new key in the new rows, and (checked below) no feature left with old rows
         same = bool(rows) and all(index.keys() >= rows[i][0].keys() for i in missing)
         if same:
