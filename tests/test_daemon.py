@@ -384,6 +384,8 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
     [(topic, letter)] = daemon.producer.delivered
     assert topic == "dlq" and (letter["partition"], letter["offset"]) == (0, 7)
     assert letter["error"].startswith("output record refused by the broker: TopicAuthorizationFailedError")
+    assert daemon.metrics.value("robustream_outputs_replaced_total") == 1
+    assert daemon._tally.outcomes["ok"] == 1  # it was learned: its outcome stands
 
     daemon.producer = Producer({"preds", "dlq"})  # nowhere to go: dropped and counted, the offsets move on
     daemon.process("in", 0, 8, b"k", json.dumps({"id": "b", "x": {"f": 1.0}, "y": 1}).encode())
@@ -391,6 +393,7 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
     daemon._flush_outputs(timeout=5)
     assert daemon._pending == [] and daemon.producer.delivered == []
     assert daemon.metrics.value("robustream_outputs_dropped_total") == 2
+    assert daemon.metrics.value("robustream_outputs_replaced_total") == 2  # b's prediction, before its letter
 
 
 @pytest.mark.parametrize("lag", [[], ["--param", "rebuild_lag=100"]])

@@ -265,6 +265,8 @@ def test_an_output_too_large_for_the_producer_becomes_a_dead_letter_and_the_offs
     with DaemonThread(argv) as d:
         d.wait_processed(41, timeout=30)
         assert d.stop() == 0
+    assert d.daemon.metrics.value("robustream_outputs_replaced_total") == 1
+    assert d.daemon.metrics.value("robustream_messages_total", outcome="ok") == 41  # it was learned
     preds = read_topic(broker.bootstrap_servers, PREDS, expect=40)
     dlq = read_topic(broker.bootstrap_servers, DLQ, expect=1)
     assert _ids(preds) == Counter(k for k, _ in good)

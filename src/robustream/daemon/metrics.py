@@ -46,6 +46,7 @@ METRIC_NAMES = (
     "robustream_checkpoint_fallbacks_total",
     "robustream_checkpoint_failures_total",
     "robustream_broker_errors_total",
+    "robustream_outputs_replaced_total",
     "robustream_outputs_dropped_total",
     "robustream_margin_width",
     "robustream_outlier_rate",
@@ -138,7 +139,8 @@ class DaemonMetrics:
         r = self.registry
         self.messages = Counter(
             "robustream_messages", "Input messages by outcome: ok (labelled, learned), predict_only (no label), "
-            "invalid (failed validation), dead_letter (failed in processing); both kinds go to the dead-letter topic", ["outcome"], registry=r,
+            "invalid (failed validation), dead_letter (failed in processing); both kinds go to the dead-letter topic "
+            "(as do the outputs counted in robustream_outputs_replaced_total)", ["outcome"], registry=r,
         )  # fmt: skip
         for outcome in OUTCOMES:
             self.messages.labels(outcome=outcome)
@@ -162,6 +164,11 @@ class DaemonMetrics:
         self.broker_errors = Counter(
             "robustream_broker_errors", "Broker errors survived by retrying with backoff", registry=r
         )
+        self.outputs_replaced = Counter(
+            "robustream_outputs_replaced", "Prediction records the producer or the broker refused for good (too large, "
+            "no permission on the topic), each replaced by a minimal dead letter; their messages keep their outcome",
+            registry=r,
+        )  # fmt: skip
         self.outputs_dropped = Counter(
             "robustream_outputs_dropped", "Outputs no broker accepts even as a minimal dead letter (see the log)",
             registry=r,

@@ -501,8 +501,9 @@ class Daemon:
         """An output the producer or the broker refuses for good: for its size (a huge key, or a small
         ``--kafka-option max_request_size``), or for its topic (no permission, a policy). A minimal dead
         letter (no copy of the message; its key only up to 1 KiB) stands for its input instead, so that
-        offset is still accounted for; a dead letter refused in turn is dropped and counted
-        (``robustream_outputs_dropped_total``), so that the offsets move on."""
+        offset is still accounted for (counted in ``robustream_outputs_replaced_total``); a dead letter
+        refused in turn is dropped and counted (``robustream_outputs_dropped_total``), so that the
+        offsets move on."""
         in_topic, partition, offset = output.source
         why = "too large" if isinstance(exc, _TOO_LARGE) else "refused by the broker"
         if output.minimal or output.topic == self.cfg.dead_letter_topic and not isinstance(exc, _TOO_LARGE):
@@ -512,6 +513,7 @@ class Daemon:
             return
         self._refusals.warning("output of %s/%d/%d to %s %s (%s): dead-lettered instead", in_topic, partition, offset,
                                output.topic, why, describe(exc))  # fmt: skip
+        self.metrics.outputs_replaced.inc()
         record = dead_letter(None, error=f"output record {why}: {describe(exc)}", topic=in_topic, partition=partition,
                              offset=offset)  # fmt: skip
         key = output.key if output.key is None or len(output.key) <= 1024 else None
