@@ -11,7 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from robustream import RGDSVC
 from robustream.datasets import make_gaussian_classes, noisy_split
-from robustream.solver import BATCH_AUTO_FRACTIONS, solve
+from robustream.solver import AUTO_RATES, solve
 
 # check_array_api_input is skipped by scikit-learn itself unless SCIPY_ARRAY_API=1 and
 # array-api-compat are installed; RGDSVC converts every input to NumPy float64 anyway.
@@ -81,8 +81,8 @@ def test_a_fixed_fraction_refit_leaves_no_auto_results_behind():
 def test_auto_outlier_fraction_picks_from_the_grid():
     s = _noisy_problem(seed=3)
     clf = RGDSVC(outlier_fraction="auto", random_state=0).fit(s.X_train, s.y_train)
-    assert clf.outlier_fraction_ in BATCH_AUTO_FRACTIONS
-    assert set(clf.auto_scores_) == set(BATCH_AUTO_FRACTIONS) and 0.0 in BATCH_AUTO_FRACTIONS
+    assert clf.outlier_fraction_ in AUTO_RATES
+    assert set(clf.auto_scores_) == set(AUTO_RATES) and 0.0 in AUTO_RATES
     best = max(clf.auto_scores_.values())  # the pick: the best holdout score (the smallest such rate)
     assert clf.outlier_fraction_ == min(r for r, v in clf.auto_scores_.items() if v == best)
     assert clf.score(s.X_test, s.y_test) > 0.95

@@ -12,7 +12,7 @@ import pytest
 from river import checks, datasets, linear_model, metrics, preprocessing
 
 from robustream import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier, persist  # noqa: F401
-from robustream.batch import AUTO_FRACTIONS
+from robustream.batch import AUTO_FRACTIONS, AUTO_RATES
 from robustream.learners.rgd import _SIDE_CHECK_EVERY
 from shared_data import require_shared
 
@@ -246,11 +246,11 @@ def test_auto_solves_the_fractions_not_picked_to_a_looser_gap_and_the_pick_exact
         solved.clear()
         model.learn_one(x, y)
         if i % 150 == 0:
-            assert len(solved) >= len(AUTO_FRACTIONS)
-            for rate, (fractions, sizes, tol) in zip(AUTO_FRACTIONS, solved):
+            assert len(solved) >= len(AUTO_RATES)
+            for rate, (fractions, sizes, tol) in zip(AUTO_RATES, solved):
                 assert fractions == tuple(model._side_fractions(rate, side, *sizes))
                 assert tol == (rgd._TOL if rate == model.outlier_fraction_ else rgd._CANDIDATE_TOL), (i, rate)
-            assert all(tol == rgd._TOL for *_, tol in solved[len(AUTO_FRACTIONS):])  # other sides: kept models
+            assert all(tol == rgd._TOL for *_, tol in solved[len(AUTO_RATES):])  # other sides: kept models
     assert rgd._CANDIDATE_TOL > rgd._TOL and model.n_rebuilds_ == 6
     # a fixed fraction is solved to the kept model's gap
     solved.clear()
@@ -500,7 +500,7 @@ def test_auto_never_picks_a_fraction_that_discards_most_of_a_class():
         model.learn_one({f"f{j}": float(v) for j, v in enumerate(X[i])}, bool(noisy[i]))
         if (i + 1) % 250 == 0 and model.n_rebuilds_ > 1:
             picks.append(model.outlier_fraction_)
-            assert model._candidate_usable[AUTO_FRACTIONS.index(model.outlier_fraction_)], picks
+            assert model._candidate_usable[AUTO_RATES.index(model.outlier_fraction_)], picks
             assert not all(model._candidate_usable), "the scenario must make some fractions unusable"
     assert max(picks) <= 0.15, picks
 
@@ -588,7 +588,7 @@ def test_auto_discards_most_of_a_small_class_whose_labels_are_mostly_flipped(w8a
         model.learn_one(x, bool(label > 0))
     error = np.mean([model.predict_one(x) != (label > 0) for x, label in zip(rows_as_dicts(split.X_test), split.y_test)])
     majority_error = float(np.mean(split.y_test > 0))
-    assert not core._candidate_usable[AUTO_FRACTIONS.index(core.outlier_fraction_)], core.outlier_fraction_
+    assert not core._candidate_usable[AUTO_RATES.index(core.outlier_fraction_)], core.outlier_fraction_
     assert error <= majority_error + 0.005, (error, majority_error)
 
 
@@ -628,6 +628,56 @@ def test_auto_reads_the_side_evidence_on_rows_its_models_were_not_fitted_on():
     errors = [model.predict_one(x) != (label > 0) for x, label in zip(rows_as_dicts(X[6000:]), y[6000:])]
     assert core.flip_side_ == "negative"
     assert np.mean(errors) < 0.6 * np.mean(y[6000:] > 0)
+
+
+def test_auto_scores_rate_0_and_leaves_clean_data_whole():
+    # svmguide1 with no flipped label: from 0.05 up every fraction discards rows that are right. Before
+    # "auto" scored rate 0 it kept 0.05 (8.9% test error); rate 0's model errs 5.7%
+    from robustream.datasets import load, noisy_split
+    from robustream.replay import rows_as_dicts, scaler_for
+
+    require_shared("svmguide1.xz")
+    data = load("svmguide1")
+    split = noisy_split(data.X, data.y, flip=0.0, seed=0)
+    errors = {}
+    for fraction in ("auto", 0.05):
+        core = RGDSVMClassifier(outlier_fraction=fraction, seed=0)
+        model = scaler_for(split.X_train) | core
+        for x, label in zip(rows_as_dicts(split.X_train), split.y_train):
+            model.learn_one(x, bool(label > 0))
+        test = zip(rows_as_dicts(split.X_test), split.y_test)
+        errors[fraction] = np.mean([model.predict_one(x) != (label > 0) for x, label in test])
+        if fraction == "auto":
+            assert core.outlier_fraction_ == 0.0 and core.flip_side_ == "both"
+            assert len(core._candidates) == len(AUTO_RATES)
+    assert errors["auto"] < errors[0.05] - 0.01, errors
+
+
+def test_auto_models_written_before_rate_0_was_scored_keep_learning_and_score_it():
+    """A pickle or daemon state with one candidate per fraction of AUTO_FRACTIONS (no rate 0), and a
+    pending rebuild whose context has one fraction per such rate, continue and then score rate 0."""
+    import json
+
+    from robustream.daemon.state import decode_state, encode_state
+
+    stream = list(_noisy_stream(1000, seed=11))
+    model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=200, rebuild_lag=100, window_size=400, seed=0)
+    _learn(model, stream[:650])
+    assert model._pending is not None and len(model._candidates) == len(AUTO_RATES)
+    for name in ("_candidates", "_candidate_errors", "_candidate_usable"):
+        setattr(model, name, getattr(model, name)[1:])
+    context = model._pending["context"]
+    for key in ("fractions", "previous", "usable"):
+        context[key] = context[key][1:]
+    context["pick"] = context["pick"] or AUTO_FRACTIONS[0]
+    for name in ("_zero_calls", "_rows_on_side"):
+        del model.__dict__[name]
+    for old in (pickle.loads(pickle.dumps(model)), decode_state(json.loads(json.dumps(encode_state(model))))):
+        assert len(old._candidates) == len(old._candidate_errors) == len(old._candidate_usable) == len(AUTO_RATES)
+        before = old.n_rebuilds_
+        _learn(old, stream[650:])
+        assert old.n_rebuilds_ == before + 2 and old.n_failed_rebuilds_ == model.n_failed_rebuilds_
+        assert len(old._candidates) == len(AUTO_RATES) and old.outlier_fraction_ in AUTO_RATES
 
 
 def test_invalid_outlier_fraction_is_rejected():

@@ -15,7 +15,7 @@ from .sketch import SKETCH_KINDS, JLSketch, make_sketch
 from .validation import is_integer, is_real, warn_stopped_at_cap
 from .solver import (
     AUTO_FRACTIONS,
-    BATCH_AUTO_FRACTIONS,
+    AUTO_RATES,
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
@@ -34,7 +34,7 @@ from .solver import (
     solve,
 )
 
-__all__ = ["RGDSVC", "AUTO_FRACTIONS", "BATCH_AUTO_FRACTIONS", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
+__all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_RATES", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
 
 
 class RGDSVC(ClassifierMixin, BaseEstimator):
@@ -47,7 +47,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         uniform-flip model (see :func:`robustream.solver.per_class_outlier_fractions`; with more than
         two classes, each one-vs-rest problem uses its ``"one_vs_rest"`` model). A pair is
         (fraction of the positive class ``classes_[1]``, fraction of the negative class).
-        ``"auto"`` picks a rate from ``BATCH_AUTO_FRACTIONS`` (0 and ``AUTO_FRACTIONS``) by accuracy
+        ``"auto"`` picks a rate from ``AUTO_RATES`` (0 and ``AUTO_FRACTIONS``) by accuracy
         on an internal 25% holdout of the (noisy) training labels, then refits on all rows; the pick
         is ``outlier_fraction_``. Rate 0 (nothing discarded: clean data stays whole) is scored only if
         its model calls each class on at least half as many rows as are labelled so
@@ -307,18 +307,18 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         # sharing one Gram matrix: one matrix alive at a time
         if self.classes_.size == 2:
             gram = gram_matrix(X) if share else None
-            side_of = {r: self._pick_side(probe, X, y, r, seed, gram) for r in BATCH_AUTO_FRACTIONS}
+            side_of = {r: self._pick_side(probe, X, y, r, seed, gram) for r in AUTO_RATES}
             del gram
             n_pos = int((y == self.classes_[1]).sum())
             # rates whose symmetric model discards most of a class: picked only as below
             discarding = [r for r in AUTO_FRACTIONS if side_unusable(r, "both", n_pos, y.size - n_pos)]
         else:
-            side_of = {r: self._one_vs_rest_side(y, r) for r in BATCH_AUTO_FRACTIONS}
+            side_of = {r: self._one_vs_rest_side(y, r) for r in AUTO_RATES}
             discarding = []
         X_train = X[train]
         gram_train = gram_matrix(X_train) if share else None
         right = {}
-        for r in BATCH_AUTO_FRACTIONS:
+        for r in AUTO_RATES:
             side = side_of[r]
             if side is not None:
                 probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
