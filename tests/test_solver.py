@@ -345,7 +345,7 @@ def test_a_shared_gram_matrix_gives_the_same_solution():
         solve(X, y, gram=np.eye(3), **kw)
 
 
-def test_without_a_tree_sparse_rows_stay_sparse_and_nothing_discarded_gives_the_same_solution(monkeypatch):
+def test_without_a_tree_sparse_rows_stay_sparse_and_nothing_discarded_searches_no_tree(monkeypatch):
     rng = np.random.default_rng(3)
     n, d = 240, 40_000  # wide sparse rows: a dense copy would be n x d
     w = np.zeros(d)
@@ -365,14 +365,18 @@ def test_without_a_tree_sparse_rows_stay_sparse_and_nothing_discarded_gives_the_
     flat = solve(X, y, outlier_fraction=(0.0, 0.0), polish="auto", tree_height=0, refit_rounds=0, seed=2)
     assert (n, d) not in densified and all(shape[1] < d for shape in densified)  # only the (n, n) Gram matrix
     assert flat.n_tree_nodes == 1 and not flat.outlier_mask.any()
-    # nothing is discarded, so the tree's direction changed nothing: the same solution as with a tree
+    # nothing is discarded, so a tree could change nothing: none is searched, and the solution is the same
+    densified.clear()
     tree = solve(X, y, outlier_fraction=(0.0, 0.0), polish="auto", tree_height=1, boosting_rounds=1,
                  refit_rounds=0, seed=2)  # fmt: skip
-    # the tree evaluates its nodes on dense rows, densified class by class (one dense copy, not two)
-    n_pos = int((y > 0).sum())
-    assert (n_pos, d) in densified and (n - n_pos, d) in densified and (n, d) not in densified
+    assert tree.n_tree_nodes == 1 and all(shape[1] < d for shape in densified)
     np.testing.assert_array_equal(flat.coef, tree.coef)
     assert flat.intercept == tree.intercept and flat.polish == tree.polish
+    # with rows to discard, the tree evaluates its nodes on dense rows, densified class by class
+    # (one dense copy, not two)
+    solve(X, y, outlier_fraction=(0.05, 0.05), tree_height=1, boosting_rounds=1, refit_rounds=0, seed=2)
+    n_pos = int((y > 0).sum())
+    assert (n_pos, d) in densified and (n - n_pos, d) in densified and (n, d) not in densified
     # with outliers to discard, the inliers are trimmed along the root: the class means' difference
     # (these rows have no gross outlier for the root to leave out)
     trimmed = solve(X.toarray(), y, outlier_fraction=(0.1, 0.1), tree_height=0, refit_rounds=0, seed=2)

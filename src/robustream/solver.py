@@ -694,7 +694,9 @@ def solve(
 
     ``outlier_fraction`` is the pair (gamma_pos, gamma_neg) of shares to discard per class.
     ``tree_height=0``: no tree search; the inliers are trimmed along the root (sparse rows are
-    then never densified, as there is no tree to evaluate on them). ``tree_rows`` caps the rows
+    then never densified, as there is no tree to evaluate on them). A pair that discards no row of
+    either class searches no tree either: every row is an inlier along any direction, and the polish
+    starts from ``polish_start``, not from the tree (the same solution, without the search's cost). ``tree_rows`` caps the rows
     the RGD-tree evaluates its nodes on (a stratified random subset; None = all rows).
     ``warm_start``: a direction in the row space (full dimension) to root the tree at instead of
     the difference of the class means, typically the previous solution ``w`` of a stream (a point
@@ -756,6 +758,8 @@ def solve(
         1.0: min(int(math.floor(g_pos * n_pos + 1e-9)), n_pos - 1),
         -1.0: min(int(math.floor(g_neg * n_neg + 1e-9)), n_neg - 1),
     }
+    if n_discard[1.0] == 0 and n_discard[-1.0] == 0:
+        tree_height = 0  # nothing to discard: the search could only pick the inliers, which are every row
 
     # 1-2: the tree on the (sketched) rows; without a tree, sparse rows stay sparse
     if sketch is not None:
