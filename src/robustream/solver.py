@@ -696,8 +696,9 @@ def solve(
     ``tree_height=0``: no tree search; the inliers are trimmed along the root (sparse rows are
     then never densified, as there is no tree to evaluate on them). A pair that discards no row of
     either class searches no tree either: every row is an inlier along any direction, and the polish
-    starts from ``polish_start``, not from the tree (the same solution, without the search's cost). ``tree_rows`` caps the rows
-    the RGD-tree evaluates its nodes on (a stratified random subset; None = all rows).
+    starts from ``polish_start``, not from the tree (the same solution, without the search's cost).
+    ``tree_rows`` caps the rows the RGD-tree evaluates its nodes on (a stratified random subset;
+    None = all rows).
     ``warm_start``: a direction in the row space (full dimension) to root the tree at instead of
     the difference of the class means, typically the previous solution ``w`` of a stream (a point
     of the Minkowski difference of rows that are still there).

@@ -100,11 +100,12 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         as many of the averaged rows as are labelled so (:func:`robustream.solver.calls_each_class`):
         after one-sided flips of most of a small class the labels favour the fit of every row, a
         near-constant model. On clean data it keeps every row (svmguide1 without flips, 5 splits:
-        4.97% test error, 6.63% when rate 0 was not scored). With ``noise_model="binary"``, ``"auto"`` also decides where the wrong labels sit
-        (``flip_side_``: both classes, or only the observed negatives or positives, as after
-        one-sided or adversarial flips): the first two rebuilds and every fourth one after also solve
-        the other two sides at the picked fraction and apply the batch estimator's side rule
-        (:func:`robustream.solver.pick_flip_side`) — 8 solves instead of 6 for those rebuilds. A
+        4.97% test error, 6.63% when rate 0 was not scored). With ``noise_model="binary"``,
+        ``"auto"`` also decides where the wrong labels sit (``flip_side_``: both classes, or only the
+        observed negatives or positives, as after one-sided or adversarial flips): the first two
+        rebuilds and every fourth one after also solve the other two sides at the picked fraction
+        (unless it is 0) and apply the batch estimator's side rule
+        (:func:`robustream.solver.pick_flip_side`) — 9 solves instead of 7 for those rebuilds. A
         symmetric fit that discards most of a class takes part in the side rule only if the rows it
         predicts as that class are mostly labelled so
         (:func:`robustream.solver.finds_the_rest_of_its_class`): for the current side, the rows
@@ -283,13 +284,12 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         if self._candidates:  # the lowest error among the fractions usable at the last rebuild and now
             ok = [a and b for a, b in zip(self._candidate_usable, usable)]
             errors = [e if k else math.inf for e, k in zip(self._candidate_errors, ok)]
-            # rate 0 (nothing wrong) only where the wrong labels are not put in one class, and only if
-            # its model calls each class often enough: else the fit of every row is near-constant
+            # Rate 0 (nothing wrong) only where the wrong labels are put in both classes, a window after
+            # that side was set (the other fractions' error rates carry over a change of side, rate 0's
+            # do not; w8a at 5% flips, seed 1: rate 0 won just after the side went back to both, 6.1%
+            # test error against 2.8% for 0.05), and only while its model calls each class often
+            # enough: else its fit of every row is near-constant
             labelled, called = self._zero_calls[:2], self._zero_calls[2:]
-            # The other fractions' error rates carry over a change of side (their models change side
-            # at the next rebuild), rate 0's do not: a window after a change, theirs are mostly their
-            # own side's (w8a at 5% flips, seed 1: rate 0 won just after the side went back to both,
-            # 6.1% test error against 2.8% for 0.05)
             settled = self._rows_on_side < 0 or self._rows_on_side >= self.window_size
             if side != "both" or not settled or not calls_each_class(labelled, called):
                 errors[0] = math.inf
