@@ -324,6 +324,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
         row = numeric_row(x, self._canonical_keys)
+        self._before_learn(row, sign)
         self._buffer.append(row, sign, self._canonical_keys)
         self._untested_rows += 1
         if self.n_rebuilds_ == 0:
@@ -343,6 +344,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                     self.rebuild()
                 else:
                     self._start_pending()
+
+    def _before_learn(self, row: dict, sign: float) -> None:
+        """The validated row and its label (+1 / -1), before any state changes: a hook for learners
+        that score something on each row before learning it (``RGDSVMClassifier``'s ``"auto"``)."""
 
     def _start_pending(self) -> None:
         self._pending = self._snapshot()

@@ -37,8 +37,6 @@ from .base import (
     _decode_row,
     _encode_row,
     is_integer,
-    label_sign,
-    numeric_row,
     sparse_dot,
 )
 
@@ -247,27 +245,28 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         # the current model's calls since the last side check: (positive, of them labelled so, negative, ...)
         self._side_evidence = [0, 0, 0, 0]
 
-    def learn_one(self, x: dict, y) -> None:
-        if self._candidates:
-            # the label and the values are checked before any state changes
-            positive = label_sign(y, type(self).__name__) > 0.0
-            numeric_row(x, x)
-            forget = 1.0 - 1.0 / self.window_size
-            current = AUTO_RATES.index(self.outlier_fraction_) if self.outlier_fraction_ in AUTO_RATES else -1
-            if self._rows_on_side >= 0:
-                self._rows_on_side += 1
-            for i, (w, b) in enumerate(self._candidates):
-                says = sparse_dot(w, x) + b > 0.0
-                self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * (says != positive)
-                if i == 0:  # rate 0 (AUTO_RATES[0]): its calls per class, for calls_each_class
-                    calls = self._zero_calls
-                    for k, hit in enumerate((not positive, positive, not says, says)):
-                        calls[k] = forget * calls[k] + (1.0 - forget) * hit
-                if i == current:  # the model's calls, per class, and how many of them the labels confirm
-                    k = 0 if says else 2
-                    self._side_evidence[k] += 1
-                    self._side_evidence[k + 1] += says == positive
-        super().learn_one(x, y)
+    def _before_learn(self, row: dict, sign: float) -> None:
+        if not self._candidates:
+            return
+        # "auto": each candidate's call on the row, before the row is learned
+        positive = sign > 0.0
+        forget = 1.0 - 1.0 / self.window_size
+        current = AUTO_RATES.index(self.outlier_fraction_) if self.outlier_fraction_ in AUTO_RATES else -1
+        if self._rows_on_side >= 0:
+            self._rows_on_side += 1
+        for i, (w, b) in enumerate(self._candidates):
+            says = sparse_dot(w, row) + b > 0.0
+            self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * (says != positive)
+            if i == 0:  # rate 0 (AUTO_RATES[0]): rows labelled and called per class, for calls_each_class
+                calls = self._zero_calls
+                for k in range(4):
+                    calls[k] *= forget
+                calls[positive] += 1.0 - forget
+                calls[2 + says] += 1.0 - forget
+            if i == current:  # the model's calls, per class, and how many of them the labels confirm
+                k = 0 if says else 2
+                self._side_evidence[k] += 1
+                self._side_evidence[k + 1] += says == positive
 
     def _fit_context(self, n_pos: int, n_neg: int, matrix: tuple | None = None) -> dict:
         # the tree of a rebuild is rooted at the previous solution of its fraction (once there is one)
@@ -294,7 +293,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             if side != "both" or not settled or not calls_each_class(labelled, called):
                 errors[0] = math.inf
                 if fraction == 0.0:  # ... and no longer kept when no other fraction is usable either
-                    fraction = min(AUTO_FRACTIONS, key=lambda r: self._candidate_errors[AUTO_RATES.index(r)])
+                    fraction = AUTO_RATES[min(range(1, len(AUTO_RATES)), key=self._candidate_errors.__getitem__)]
             best = min(errors)
             if best < math.inf:
                 fraction = min(r for r, e in zip(AUTO_RATES, errors) if e <= best + 1e-12)
