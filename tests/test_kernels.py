@@ -47,10 +47,12 @@ def test_trimmed_widths_matches_reference():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(128, 700), st.integers(128, 700), st.sampled_from(["normal", "ties", "sorted", "periodic"]), st.data())
+@given(st.integers(128, 700), st.integers(128, 700),
+       st.sampled_from(["normal", "ties", "sorted", "periodic", "outlier", "geometric", "tiny range"]), st.data())
 def test_trimmed_widths_on_long_rows_matches_reference(n_pos, n_neg, layout, data):
-    # rows of >= 128 values take the sampled-bracket path; "sorted" and "periodic" rows make the
-    # evenly spaced sample unrepresentative, so the bracket misses and the full selection runs
+    # rows the histogram selection may find hard: many ties; one value far from the rest (every
+    # other value lands in one bucket); values spread geometrically (a round sheds few of them, so
+    # quickselect finishes); a range near the rounding of its values
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     pp, pq = rng.normal(size=(3, n_pos)), rng.normal(size=(3, n_neg))
     if layout == "ties":
@@ -60,10 +62,32 @@ def test_trimmed_widths_on_long_rows_matches_reference(n_pos, n_neg, layout, dat
     elif layout == "periodic":
         pp[:, :: n_pos // 64] = 50.0
         pq[:, :: n_neg // 64] = -50.0
+    elif layout == "outlier":
+        pp[:, rng.integers(n_pos)] = 1e300
+        pq[:, rng.integers(n_neg)] = -1e300
+    elif layout == "geometric":
+        pp = rng.permuted(np.tile(2.0 ** np.arange(n_pos), (3, 1)), axis=1)
+        pq = -rng.permuted(np.tile(1.5 ** np.arange(n_neg), (3, 1)), axis=1)
+    elif layout == "tiny range":
+        pp, pq = 1.0 + 1e-15 * np.round(pp * 3), -1.0 + 1e-15 * np.round(pq * 3)
     kp = data.draw(st.integers(0, n_pos - 1))
     kq = data.draw(st.integers(0, n_neg - 1))
     norms = rng.uniform(0.5, 2.0, 3)
     assert np.array_equal(S.trimmed_widths(pp, pq, kp, kq, norms), S.trimmed_widths_reference(pp, pq, kp, kq, norms))
+
+
+@pytest.mark.parametrize("layout", ["outlier", "geometric", "ties"])
+def test_kth_smallest_on_long_rows_matches_partition(layout):
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=500)
+    if layout == "outlier":
+        values[17] = -1e300
+    elif layout == "geometric":
+        values = rng.permutation(2.0 ** np.arange(500))
+    else:
+        values = np.round(values)
+    for k in (0, 1, 31, 32, 33, 100, 250, 498, 499):
+        assert S.kth_smallest(values, k) == S.kth_smallest_reference(values, k)
 
 
 def _two_classes(rng, n=60, d=5, shift=2.0):
