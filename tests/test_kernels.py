@@ -178,12 +178,36 @@ def test_expand_node_matches_reference_and_drops_degenerate_children():
     x = P.mean(0) - Q.mean(0)
     pick_p = np.array([0, 1, 2, 3, 4], dtype=np.int64)
     pick_q = np.array([0, 1, 2, 3, 4], dtype=np.int64)
-    a, ka = T.expand_node(x, P, Q, pick_p, pick_q)
-    b, kb = T.expand_node_reference(x, P, Q, pick_p, pick_q)
+    a, ka, ta = T.expand_node(x, P, Q, pick_p, pick_q)
+    b, kb, tb = T.expand_node_reference(x, P, Q, pick_p, pick_q)
     assert np.array_equal(ka, kb) and not ka[0]
     np.testing.assert_allclose(a[ka], b[kb], atol=1e-12)
+    np.testing.assert_allclose(ta[ka], tb[kb], atol=1e-12)
+    S = P[pick_p] - Q[pick_q]
+    np.testing.assert_allclose(a[ka], (1 - ta[ka])[:, None] * x + ta[ka][:, None] * S[ka], atol=1e-12)
     # a kept child is never farther from the origin than its parent
     assert np.all(np.linalg.norm(a[ka], axis=1) <= np.linalg.norm(x) + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_child_projections_equal_the_products_with_the_rows(seed):
+    rng = np.random.default_rng(seed)
+    P, Q = rng.normal(1, 1, (23, 9)), rng.normal(-1, 1, (17, 9))
+    x = P.mean(0) - Q.mean(0)
+    pick_p, pick_q = rng.integers(0, 23, 12), rng.integers(0, 17, 12)
+    children, keep, t = T.expand_node(x, P, Q, pick_p, pick_q)
+    # the rows of P and Q among others, interleaved, as a solve's Gram matrix holds them
+    rows = np.concatenate([P, Q, rng.normal(size=(5, 9))])
+    order = rng.permutation(rows.shape[0])
+    rows_p, rows_q = np.sort(np.argsort(order)[:23]), np.sort(np.argsort(order)[23:40])
+    shuffled = np.empty_like(rows)
+    shuffled[rows_p], shuffled[rows_q] = P, Q
+    gram = shuffled @ shuffled.T
+    args = (P @ x, Q @ x, gram, rows_p, rows_q, pick_p[keep], pick_q[keep], t[keep])
+    a, b = T.child_projections(*args), T.child_projections_reference(*args)
+    for got in (a, b):
+        np.testing.assert_allclose(got[0], children[keep] @ P.T, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got[1], children[keep] @ Q.T, rtol=0, atol=1e-12)
 
 
 def test_rgd_tree_matches_reference_tree():
@@ -196,6 +220,18 @@ def test_rgd_tree_matches_reference_tree():
     np.testing.assert_allclose(a[0], b[0], atol=1e-12)
     assert a[1] == pytest.approx(b[1], abs=1e-12) and a[2] == b[2]
     assert a[1] >= T.evaluate_directions(root[None], P, Q, 4, 3)[0][0]  # never worse than the root
+    # past 35 children (half the rows) the projections come from the Gram matrix: the width the
+    # tree reports is the one its direction has
+    assert a[2] > 35 + 1
+    assert a[1] == pytest.approx(T.evaluate_directions(a[0][None], P, Q, 4, 3)[0][0], rel=1e-12)
+    # with a solve's Gram matrix (rows of P and Q interleaved among others) from the first level on
+    rows = np.concatenate([Q, rng.normal(size=(9, 6)), P])
+    order = np.r_[np.arange(39, 79), np.arange(30)]
+    c = T.rgd_tree(P, Q, 4, 3, root, gram=rows @ rows.T, gram_rows=order, **kw)
+    d = T.rgd_tree(P, Q, 4, 3, root, gram=rows @ rows.T, gram_rows=order, reference=True, **kw)
+    np.testing.assert_allclose(c[0], a[0], atol=1e-12)
+    assert c[1] == pytest.approx(a[1], rel=1e-12) and c[2] == a[2]
+    np.testing.assert_allclose(d[0], c[0], atol=1e-12)
 
 
 @pytest.mark.parametrize("scale", [2.0**-66, 2.0**66])  # powers of two scale every float exactly

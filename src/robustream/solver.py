@@ -778,6 +778,7 @@ def solve(
     # sparse rows for the tree: densified class by class (one dense copy of the rows, not two)
     densified = sp.issparse(Z) and tree_height > 0
     ZP, ZQ = (X[pos].toarray(), X[~pos].toarray()) if densified else (Z[pos], Z[~pos])
+    rows_p, rows_q = np.flatnonzero(pos), np.flatnonzero(~pos)  # the tree's rows, as rows of X
     class_rows = (ZP, ZQ) if densified else None
     root = None
     if warm_start is not None and np.any(warm_start):
@@ -801,17 +802,31 @@ def solve(
         rng = np.random.default_rng([seed, 1])
         keep_p = max(2, int(round(tree_rows * n_pos / Z.shape[0])))
         keep_q = max(2, tree_rows - keep_p)
-        ZP = ZP[np.sort(rng.choice(n_pos, min(keep_p, n_pos), replace=False))]
-        ZQ = ZQ[np.sort(rng.choice(n_neg, min(keep_q, n_neg), replace=False))]
+        sub_p = np.sort(rng.choice(n_pos, min(keep_p, n_pos), replace=False))
+        sub_q = np.sort(rng.choice(n_neg, min(keep_q, n_neg), replace=False))
+        ZP, ZQ, rows_p, rows_q = ZP[sub_p], ZQ[sub_q], rows_p[sub_p], rows_q[sub_q]
         tree_discard = (
             min(int(math.floor(g_pos * ZP.shape[0] + 1e-9)), ZP.shape[0] - 1),
             min(int(math.floor(g_neg * ZQ.shape[0] + 1e-9)), ZQ.shape[0] - 1),
         )
+    # one Gram matrix per space, shared by every polish and refit (O(n^2 d) once, not per round)
+    grams: dict[str, np.ndarray] = {}
+    if gram is not None:
+        if gram.shape != (sign.shape[0], sign.shape[0]):
+            raise ValueError(f"gram must have shape ({sign.shape[0]}, {sign.shape[0]}), got {gram.shape}")
+        grams["full"] = gram
     if tree_height > 0:
+        tree_gram = None
+        if sketch is None and sign.shape[0] <= FULL_GRAM_ROWS:
+            # the polish needs it anyway; the tree takes its rows' part once that pays off
+            if "full" not in grams:
+                grams["full"] = _row_products(X)
+            tree_gram = grams["full"]
         direction, tree_width, n_nodes, _ = rgd_tree(
             ZP, ZQ, tree_discard[0], tree_discard[1], root,
             tree_height=tree_height, level_width=level_width, n_samples=n_samples,
             delta=delta, boosting_rounds=boosting_rounds, tol=tol, seed=seed,
+            gram=tree_gram, gram_rows=np.concatenate([rows_p, rows_q]),
         )  # fmt: skip
         if densified:  # the dense rows of each class, as before the tree's subsample
             proj = np.empty(sign.shape[0])
@@ -835,12 +850,6 @@ def solve(
     row_sq = _row_norms2(X)
     state = {"nu": nu, "soft": polish == "soft"}
 
-    # one Gram matrix per space, shared by every polish and refit (O(n^2 d) once, not per round)
-    grams: dict[str, np.ndarray] = {}
-    if gram is not None:
-        if gram.shape != (sign.shape[0], sign.shape[0]):
-            raise ValueError(f"gram must have shape ({sign.shape[0]}, {sign.shape[0]}), got {gram.shape}")
-        grams["full"] = gram
 
     def nearest_in(space: str, cap, start):
         """Nearest points over the rows with cap > 0; the others keep coefficient 0."""

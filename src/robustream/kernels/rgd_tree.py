@@ -11,8 +11,11 @@ closest to the origin (clipped formula; children with t = 0, i.e. no progress, a
 node until the best width stops improving. This is a heuristic search (the proven tree height is
 astronomically large on real data), measured in ``benchmarks/``.
 
-Cost per level: one matrix product ``children @ rows.T`` (BLAS) plus a linear-time selection per
-child, so O(level_width * samples_per_node * n * d).
+Cost per level: the children's projections on the n rows plus a linear-time selection per child.
+The projections come from the parent's projections and a Gram matrix of the rows (O(n) per child;
+:func:`child_projections`): the solve's, or one the tree computes once it has evaluated n / 2
+children as matrix products ``children @ rows.T`` (O(n d) each; the Gram matrix costs about as
+much as n / 2 of them).
 """
 
 from __future__ import annotations
@@ -29,13 +32,15 @@ from .selection import smallest_k_indices, trimmed_widths
 def expand_node(x: np.ndarray, P: np.ndarray, Q: np.ndarray, pick_p: np.ndarray, pick_q: np.ndarray):
     """Children of node ``x`` for the sampled pairs ``(P[pick_p[r]], Q[pick_q[r]])``.
 
-    Returns ``(children, keep)``: row r is the point of segment [x, P[pick_p[r]] - Q[pick_q[r]]]
-    closest to the origin; ``keep[r]`` is False for zero samples and for t = 0 (no progress).
+    Returns ``(children, keep, t)``: row r is the point ``(1 - t[r]) x + t[r] s_r`` of segment
+    [x, s_r = P[pick_p[r]] - Q[pick_q[r]]] closest to the origin; ``keep[r]`` is False for zero
+    samples and for t = 0 (no progress).
     """
     m = pick_p.shape[0]
     d = x.shape[0]
     children = np.empty((m, d))
     keep = np.zeros(m, dtype=np.bool_)
+    steps = np.zeros(m)
     xx = 0.0
     for k in range(d):
         xx += x[k] * x[k]
@@ -57,7 +62,8 @@ def expand_node(x: np.ndarray, P: np.ndarray, Q: np.ndarray, pick_p: np.ndarray,
         for k in range(d):
             children[r, k] = (1.0 - t) * x[k] + t * (P[pick_p[r], k] - Q[pick_q[r], k])
         keep[r] = True
-    return children, keep
+        steps[r] = t
+    return children, keep, steps
 
 
 def expand_node_reference(x, P, Q, pick_p, pick_q):
@@ -72,7 +78,48 @@ def expand_node_reference(x, P, Q, pick_p, pick_q):
     keep = (ss > 1e-300) & (dist2 > 1e-300) & (t > 0.0)
     t = np.clip(np.where(keep, t, 0.0), 0.0, 1.0)
     children = (1.0 - t)[:, None] * x[None, :] + t[:, None] * S
-    return np.where(keep[:, None], children, 0.0), keep
+    return np.where(keep[:, None], children, 0.0), keep, t
+
+
+@njit(cache=True, nogil=True)
+def child_projections(
+    parent_pos: np.ndarray,
+    parent_neg: np.ndarray,
+    gram: np.ndarray,
+    rows_pos: np.ndarray,
+    rows_neg: np.ndarray,
+    pick_p: np.ndarray,
+    pick_q: np.ndarray,
+    t: np.ndarray,
+):
+    """Projections of the children ``(1 - t[r]) x + t[r] (P[pick_p[r]] - Q[pick_q[r]])`` on the rows
+    of P and of Q, from the parent's (``parent_pos = P @ x``, ``parent_neg = Q @ x``) and a Gram
+    matrix whose rows ``rows_pos`` are P and ``rows_neg`` are Q: O(n) per child instead of O(n d).
+    Ascending ``rows_pos`` / ``rows_neg`` read each Gram row front to back."""
+    n_pos = parent_pos.shape[0]
+    n_neg = parent_neg.shape[0]
+    m = t.shape[0]
+    out_pos = np.empty((m, n_pos))
+    out_neg = np.empty((m, n_neg))
+    for r in range(m):
+        a = 1.0 - t[r]
+        b = t[r]
+        gp = gram[rows_pos[pick_p[r]]]
+        gq = gram[rows_neg[pick_q[r]]]
+        for i in range(n_pos):
+            j = rows_pos[i]
+            out_pos[r, i] = a * parent_pos[i] + b * (gp[j] - gq[j])
+        for i in range(n_neg):
+            j = rows_neg[i]
+            out_neg[r, i] = a * parent_neg[i] + b * (gp[j] - gq[j])
+    return out_pos, out_neg
+
+
+def child_projections_reference(parent_pos, parent_neg, gram, rows_pos, rows_neg, pick_p, pick_q, t):
+    """NumPy reference for :func:`child_projections`."""
+    diff = gram[rows_pos[pick_p]] - gram[rows_neg[pick_q]]
+    both = (1.0 - t)[:, None] * np.concatenate([parent_pos, parent_neg])[None, :] + t[:, None] * diff[:, np.concatenate([rows_pos, rows_neg])]
+    return both[:, : parent_pos.shape[0]], both[:, parent_pos.shape[0] :]
 
 
 def samples_per_node(delta: float, mu: float, tree_height: int) -> int:
@@ -109,12 +156,18 @@ def rgd_tree(
     boosting_rounds: int = 3,
     tol: float = 1e-3,
     seed: int = 0,
+    gram: np.ndarray | None = None,
+    gram_rows: np.ndarray | None = None,
     reference: bool = False,
 ):
     """Grow pruned RGD-trees from ``root``, re-rooting at the best node (boosting).
 
     Parameters are arrays and numbers only. Returns ``(best_direction, best_width, n_nodes,
     n_rounds)``; ``best_width`` is the trimmed margin width along ``best_direction``.
+    ``gram``, ``gram_rows``: a Gram matrix of rows that hold P and Q, the stacked ``[P; Q]`` being
+    its rows ``gram_rows`` (ascending per class; a solve's polish matrix). The children's projections
+    then come from it from the first level on, instead of from a Gram matrix the tree computes once
+    it has evaluated n / 2 children (the same search, up to rounding).
     ``reference=True`` uses the NumPy references of the kernels (for tests).
     """
     P = np.ascontiguousarray(P, dtype=np.float64)
@@ -127,6 +180,7 @@ def rgd_tree(
     widths_fn = trimmed_widths_reference if reference else trimmed_widths
     select_fn = smallest_k_indices_reference if reference else smallest_k_indices
     expand_fn = expand_node_reference if reference else expand_node
+    project_fn = child_projections_reference if reference else child_projections
     k_pos = min(n_pos, max(1, math.ceil((1.0 + delta) * n_discard_pos)))
     k_neg = min(n_neg, max(1, math.ceil((1.0 + delta) * n_discard_neg)))
     rng = np.random.default_rng(seed)
@@ -142,25 +196,44 @@ def rgd_tree(
                                         float(np.max(np.einsum("ij,ij->i", Q, Q)))))  # fmt: skip
     n_nodes = 1
     n_rounds = 0
+    n_evaluated = 0
+    if gram is not None:
+        rows_pos, rows_neg = np.asarray(gram_rows[:n_pos], np.int64), np.asarray(gram_rows[n_pos:], np.int64)
+    else:  # the tree's own, of the stacked rows [P; Q], once as many children were evaluated as it costs
+        rows_pos, rows_neg = np.arange(n_pos), np.arange(n_pos, n_pos + n_neg)
     for _ in range(boosting_rounds):
         n_rounds += 1
         round_start = best_width
         level = best[None, :]
         level_pp, level_pq = proj_p, proj_q
         for _depth in range(tree_height):
-            kids = []
+            kids, kids_pp, kids_pq = [], [], []
             for node in range(level.shape[0]):
                 cand_p = select_fn(level_pp[node], k_pos)
                 cand_q = select_fn(-level_pq[node], k_neg)
                 pick_p = cand_p[rng.integers(0, cand_p.size, n_samples)]
                 pick_q = cand_q[rng.integers(0, cand_q.size, n_samples)]
-                children, keep = expand_fn(level[node], P, Q, pick_p, pick_q)
+                children, keep, t = expand_fn(level[node], P, Q, pick_p, pick_q)
                 if keep.any():
                     kids.append(children[keep])
+                    if gram is not None:
+                        pp, pq = project_fn(level_pp[node], level_pq[node], gram, rows_pos, rows_neg, pick_p[keep],
+                                            pick_q[keep], t[keep])  # fmt: skip
+                        kids_pp.append(pp)
+                        kids_pq.append(pq)
             if not kids:
                 break
             children = np.concatenate(kids)
-            widths, pp, pq = evaluate_directions(children, P, Q, n_discard_pos, n_discard_neg, widths_fn)
+            if gram is None:
+                widths, pp, pq = evaluate_directions(children, P, Q, n_discard_pos, n_discard_neg, widths_fn)
+            else:
+                pp, pq = np.concatenate(kids_pp), np.concatenate(kids_pq)
+                norms = np.sqrt(np.einsum("ij,ij->i", children, children))
+                widths = widths_fn(pp, pq, n_discard_pos, n_discard_neg, norms)
+            n_evaluated += children.shape[0]
+            if gram is None and 2 * n_evaluated >= n_pos + n_neg:
+                rows = np.concatenate([P, Q])
+                gram = rows @ rows.T
             n_nodes += children.shape[0]
             # stable sort: equal widths keep generation order, so the search is reproducible
             order = np.argsort(-widths, kind="stable")[:level_width]
