@@ -19,6 +19,13 @@ on d >= 784 data at least 5x faster for at most 1 point more error.
 
     python benchmarks/sketch_speed.py            # full run (3 seeds, ~5 min on 2 cores)
     python benchmarks/sketch_speed.py --quick    # < 60 s subset (1 seed, mnist + d=1000, k in {64, 256})
+    python benchmarks/sketch_speed.py --stream   # RGDSVMClassifier streams, sketch_dim=128 vs None (~1 min)
+
+``--stream``: one pass of ``StandardScaler() | RGDSVMClassifier(seed=s, sketch_dim=...)`` over the
+train split of gauss-d1000 and gauss-d2000 (rows as dicts, the default window and coreset: 1,500
+rows per rebuild at most), then clean test error; CPU seconds of the pass, the two sketch settings
+interleaved per seed. It measures the rule of ``sketch_dim="auto"`` (which sketches dense rows only
+above ``FULL_GRAM_ROWS`` rows).
 """
 
 from __future__ import annotations
@@ -157,12 +164,57 @@ def pm(values, fmt: str) -> str:
     return f"{m:{fmt}} ± {s:{fmt.lstrip('+')}}" if len(values) > 1 else f"{m:{fmt}}"
 
 
+STREAM_DATASETS = ("gauss-d1000", "gauss-d2000")
+STREAM_SKETCHES = (128, None)
+
+
+def stream_pass(Xtr, ytr, Xte, yte, seed: int, sketch_dim) -> dict:
+    """One prequential-free pass of the streaming learner; CPU seconds of the pass and test error."""
+    from river import preprocessing
+
+    from robustream import RGDSVMClassifier
+
+    keys = [f"x{j}" for j in range(Xtr.shape[1])]
+    model = preprocessing.StandardScaler() | RGDSVMClassifier(seed=seed, sketch_dim=sketch_dim)
+    t0 = time.process_time()
+    for row, label in zip(Xtr, ytr):
+        model.learn_one(dict(zip(keys, row)), bool(label > 0))
+    seconds = time.process_time() - t0
+    pred = np.array([model.predict_one(dict(zip(keys, row))) for row in Xte])
+    return {"seconds": seconds, "error": test_error(np.where(pred, 1.0, -1.0), yte)}
+
+
+def stream_section(n_seeds: int, out: Path) -> None:
+    runs = []
+    for name in STREAM_DATASETS:
+        for seed in range(n_seeds):
+            Xtr, ytr, Xte, yte = noisy_data(name, seed)
+            for k in STREAM_SKETCHES:
+                runs.append({"dataset": name, "seed": seed, "sketch_dim": k, **stream_pass(Xtr, ytr, Xte, yte, seed, k)})
+            print(f"  {name} seed {seed} done", file=sys.stderr, flush=True)
+    print(f"### RGDSVMClassifier streams, {FLIP:.0%} flipped train labels, mean ± sd over {n_seeds} seed(s)")
+    print()
+    print("| dataset | sketch_dim | CPU s per pass | test err % |")
+    print("|---|---|---:|---:|")
+    for name in STREAM_DATASETS:
+        for k in STREAM_SKETCHES:
+            rows = [r for r in runs if r["dataset"] == name and r["sketch_dim"] == k]
+            print(f"| {name} | {k} | {pm([r['seconds'] for r in rows], '.2f')} | {pm([r['error'] for r in rows], '.2f')} |")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"benchmark": "sketch_speed --stream", "meta": header(), "runs": runs}, indent=1))
+    print(f"\nwrote {out}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="< 60 s subset")
+    parser.add_argument("--stream", action="store_true", help="RGDSVMClassifier streams, sketch_dim=128 vs None")
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds 0..S-1 (default 3, quick 1)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "sketch_speed.json")
     args = parser.parse_args(argv)
+    if args.stream:
+        stream_section(args.seeds if args.seeds is not None else 3, args.out.with_name("sketch_stream.json"))
+        return
     datasets = QUICK["datasets"] if args.quick else DATASETS
     dims = QUICK["dims"] if args.quick else DIMS
     n_seeds = args.seeds if args.seeds is not None else (QUICK["seeds"] if args.quick else 3)

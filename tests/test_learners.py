@@ -260,7 +260,7 @@ def test_auto_solves_the_fractions_not_picked_to_a_looser_gap_and_the_pick_exact
     assert [tol for *_, tol in solved] == [rgd._TOL, rgd._TOL]
 
 
-def test_sketch_dim_auto_sketches_rebuilds_with_many_features_only(monkeypatch):
+def test_sketch_dim_auto_sketches_rebuilds_with_many_features_on_sparse_or_many_rows_only(monkeypatch):
     import robustream.learners.rgd as rgd
 
     used = []
@@ -278,6 +278,17 @@ def test_sketch_dim_auto_sketches_rebuilds_with_many_features_only(monkeypatch):
             keys = rng.choice(n_keys, 10, replace=False)
             model.learn_one({f"k{k}": 1.0 for k in keys}, bool(keys.min() < n_keys // 10))
         assert model.n_rebuilds_ == 2 and used == [expected] * 2
+    # dense rows with many features: sketched only when a rebuild holds more rows than a solve takes
+    # through the Gram matrix (which the tree reads too: no faster on a sketch, and less accurate)
+    import robustream.sketch as sketch_module
+
+    for gram_rows, expected in ((sketch_module.FULL_GRAM_ROWS, None), (150, ("hashed", 128))):
+        monkeypatch.setattr(sketch_module, "FULL_GRAM_ROWS", gram_rows)
+        model, used[:] = RGDSVMClassifier(rebuild_every=100, window_size=200, coreset_size=50), []
+        for _ in range(200):
+            x = rng.normal(size=600)
+            model.learn_one({f"k{k}": v for k, v in enumerate(x)}, bool(x[0] > 0))
+        assert model.n_rebuilds_ == 2 and used == [None, expected]  # 100 rows, then 200 (> 150)
     with pytest.raises(ValueError, match="sketch_dim must be a positive integer, 'auto' or None"):
         RGDSVMClassifier(sketch_dim="big")
     with pytest.raises(ValueError, match="sketch must be one of"):

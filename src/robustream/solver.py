@@ -35,14 +35,13 @@ from .kernels.gilbert import mdm_gram
 from .kernels.rgd_tree import rgd_tree, samples_per_node
 from .kernels.selection import trimmed_widths
 from .rows import as_rows
-from .sketch import JLSketch
+from .sketch import FULL_GRAM_ROWS, JLSketch  # FULL_GRAM_ROWS: up to it a Gram matrix (<= 128 MB) beats working sets
 from .validation import is_integer, is_real
 
 POLISH_MODES = ("hard", "soft", "auto")
 INTERCEPT_RULES = ("bisector", "min_error")
 VALUE_RANGE = (1e-140, 1e140)  # largest |x| a solve accepts: squares and sums of squares stay normal floats
 CERTIFY_MIN_STEPS, CERTIFY_STEPS_PER_ROW = 20_000, 20  # certify_budget
-FULL_GRAM_ROWS = 4000  # up to this many rows a Gram matrix (<= 128 MB) beats working sets
 DENSE_TREE_BYTES = 2 << 30  # largest dense copy of sparse rows the tree makes without a sketch
 GROSS_ROW_DISTANCE = 25.0  # a row this many median distances from its class mean is left out of the tree's root
 
