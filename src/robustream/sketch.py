@@ -18,12 +18,14 @@ from .rows import as_rows
 from .validation import is_integer
 
 SKETCH_KINDS = ("gaussian", "achlioptas", "srht", "hashed")
-AUTO_SKETCH_ABOVE, AUTO_SKETCH_DIM = 512, 128  # sketch_dim="auto": k = 128 for more than 512 features ...
-# ... on sparse rows or more than this many: up to it a solve works on the Gram matrix of the rows (its
-# polish's, which the RGD-tree reads too), so the tree costs no more in full dimension than on a sketch,
-# and the sketch only costs accuracy (streams at d = 1,000 / 2,000: 9.0 / 18.7% test error with it, 6.8 /
-# 13.0% without, in the same CPU time). Sparse rows stay sketched: without one the tree densifies them.
+# Up to this many rows a solve works on the Gram matrix of the rows (<= 128 MB; it beats working sets):
+# the polish's, which the RGD-tree reads its children's projections off too.
 FULL_GRAM_ROWS = 4000
+# sketch_dim="auto": k = 128 for more than 512 features on sparse rows (the tree would densify them) or
+# on more than FULL_GRAM_ROWS rows. Fewer dense rows are not sketched: there the tree costs no more in full
+# dimension, and the sketch only cost accuracy (streams at d = 1,000 / 2,000: 9.0 / 18.7% test error with
+# it, 6.8 / 13.0% without, in the same CPU time; benchmarks/sketch_speed.py --stream)
+AUTO_SKETCH_ABOVE, AUTO_SKETCH_DIM = 512, 128
 _INDEX_TABLE_ROWS = 1 << 18  # column indices kept per (seed, hash_nnz, sketch_dim): 16 MB at hash_nnz 4
 _INDEX_TABLES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
 

@@ -35,7 +35,7 @@ from .kernels.gilbert import mdm_gram
 from .kernels.rgd_tree import rgd_tree, samples_per_node
 from .kernels.selection import trimmed_widths
 from .rows import as_rows
-from .sketch import FULL_GRAM_ROWS, JLSketch  # FULL_GRAM_ROWS: up to it a Gram matrix (<= 128 MB) beats working sets
+from .sketch import FULL_GRAM_ROWS, JLSketch
 from .validation import is_integer, is_real
 
 POLISH_MODES = ("hard", "soft", "auto")
@@ -817,7 +817,7 @@ def solve(
     if tree_height > 0:
         tree_gram = None
         if sketch is None and sign.shape[0] <= FULL_GRAM_ROWS:
-            # the polish needs it anyway; the tree takes its rows' part once that pays off
+            # the polish needs it anyway; the tree reads its children's projections off it
             if "full" not in grams:
                 grams["full"] = _row_products(X)
             tree_gram = grams["full"]
@@ -848,7 +848,6 @@ def solve(
             raise ValueError(f"polish_start must be {sign.shape[0]} non-negative weights, one per row")
     row_sq = _row_norms2(X)
     state = {"nu": nu, "soft": polish == "soft"}
-
 
     def nearest_in(space: str, cap, start):
         """Nearest points over the rows with cap > 0; the others keep coefficient 0."""
