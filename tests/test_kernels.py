@@ -200,20 +200,51 @@ def test_child_projections_equal_the_products_with_the_rows(seed):
     rows = np.concatenate([P, Q, rng.normal(size=(5, 9))])
     order = rng.permutation(rows.shape[0])
     rows_p, rows_q = np.sort(np.argsort(order)[:23]), np.sort(np.argsort(order)[23:40])
-    shuffled = np.empty_like(rows)
+    shuffled = rng.normal(size=rows.shape)  # the other rows: anything finite
     shuffled[rows_p], shuffled[rows_q] = P, Q
     gram = shuffled @ shuffled.T
-    args = (P @ x, Q @ x, gram, rows_p, rows_q, pick_p[keep], pick_q[keep], t[keep])
+    zeros_p, zeros_q = np.zeros(23), np.zeros(17)
+    args = (P @ x, Q @ x, gram, rows_p, rows_q, zeros_p, zeros_q, pick_p[keep], pick_q[keep], t[keep])
     a, b = T.child_projections(*args), T.child_projections_reference(*args)
     for got in (a, b):
         np.testing.assert_allclose(got[0], children[keep] @ P.T, rtol=0, atol=1e-12)
         np.testing.assert_allclose(got[1], children[keep] @ Q.T, rtol=0, atol=1e-12)
+    # the Gram matrix of the rows moved by c, with the shifts P @ c and Q @ c
+    c = rng.normal(size=9)
+    moved = shuffled - c
+    args = (P @ x, Q @ x, moved @ moved.T, rows_p, rows_q, P @ c, Q @ c, pick_p[keep], pick_q[keep], t[keep])
+    for got in (T.child_projections(*args), T.child_projections_reference(*args)):
+        np.testing.assert_allclose(got[0], children[keep] @ P.T, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(got[1], children[keep] @ Q.T, rtol=0, atol=1e-11)
+
+
+def _tree_problem(seed: int, n_pos: int, n_neg: int):
+    """Two classes of 6 features around +1 and -1, and the difference of their means (a root)."""
+    rng = np.random.default_rng(seed)
+    P, Q = rng.normal(1, 1, (n_pos, 6)), rng.normal(-1, 1, (n_neg, 6))
+    return rng, P, Q, P.mean(0) - Q.mean(0)
+
+
+def test_rgd_tree_reads_rows_far_from_the_origin_as_well_as_centred_ones():
+    # its own Gram matrix is of centred rows: entries of size |row|^2 would lose the projections' digits
+    _, P, Q, root = _tree_problem(3, 60, 50)
+    kw = dict(tree_height=4, level_width=5, n_samples=8, boosting_rounds=2, seed=2)
+    near = T.rgd_tree(P, Q, 6, 5, root, **kw)
+    offset = np.r_[1e8, np.zeros(5)]
+    far = T.rgd_tree(P + offset, Q + offset, 6, 5, root, **kw)
+    assert near[2] > 55 + 1  # past n/2 children: the Gram path ran
+    assert far[1] == pytest.approx(near[1], rel=1e-6)
+    np.testing.assert_allclose(far[0], near[0], rtol=1e-6)
+
+
+def test_rgd_tree_needs_the_rows_of_a_gram_matrix_it_is_given():
+    P, Q = np.eye(3), -np.eye(3)
+    with pytest.raises(ValueError, match="gram needs gram_rows"):
+        T.rgd_tree(P, Q, 0, 0, np.ones(3), gram=np.eye(6))
 
 
 def test_rgd_tree_matches_reference_tree():
-    rng = np.random.default_rng(7)
-    P, Q = rng.normal(1, 1, (40, 6)), rng.normal(-1, 1, (30, 6))
-    root = P.mean(0) - Q.mean(0)
+    rng, P, Q, root = _tree_problem(7, 40, 30)
     kw = dict(tree_height=4, level_width=5, n_samples=6, boosting_rounds=2, seed=11)
     a = T.rgd_tree(P, Q, 4, 3, root, **kw)
     b = T.rgd_tree(P, Q, 4, 3, root, reference=True, **kw)
@@ -236,9 +267,7 @@ def test_rgd_tree_matches_reference_tree():
 
 @pytest.mark.parametrize("scale", [2.0**-66, 2.0**66])  # powers of two scale every float exactly
 def test_rgd_tree_search_does_not_depend_on_the_scale_of_the_rows(scale):
-    rng = np.random.default_rng(7)
-    P, Q = rng.normal(1, 1, (40, 6)), rng.normal(-1, 1, (30, 6))
-    root = P.mean(0) - Q.mean(0)
+    _, P, Q, root = _tree_problem(7, 40, 30)
     kw = dict(tree_height=3, level_width=4, n_samples=5, boosting_rounds=4, seed=11)
     a = T.rgd_tree(P, Q, 4, 3, root, **kw)
     b = T.rgd_tree(P * scale, Q * scale, 4, 3, root * scale, **kw)

@@ -248,16 +248,18 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             warn_stopped_at_cap(f"RGDSVC: {which}", "max_iter", self.max_iter, self.tol)
         return self
 
-    def _sketch_for(self, X, seed: int) -> JLSketch | None:
-        return make_sketch(self.sketch, self.sketch_dim, X.shape[1], seed, X.shape[0], sp.issparse(X))
+    def _sketch_for(self, X, seed: int, n_rows: int) -> JLSketch | None:
+        return make_sketch(self.sketch, self.sketch_dim, X.shape[1], seed, n_rows, sp.issparse(X))
 
     def _binary_problems(self, y):
         if self.classes_.size == 2:
             return [np.where(y == self.classes_[1], 1.0, -1.0)]
         return [np.where(y == c, 1.0, -1.0) for c in self.classes_]
 
-    def _fit_models(self, X, y, outlier_fraction, seed, gram=None) -> None:
-        """One solve per binary problem; ``gram``: ``gram_matrix(X)`` when the caller shares it."""
+    def _fit_models(self, X, y, outlier_fraction, seed, gram=None, sketch_rows=None) -> None:
+        """One solve per binary problem; ``gram``: ``gram_matrix(X)`` when the caller shares it;
+        ``sketch_rows``: the rows ``sketch_dim="auto"`` decides on (default: X's; "auto"'s holdout
+        fits pass the whole fit's, so that they sketch as the final fit does)."""
         coefs, intercepts, widths = [], [], []
         outlier_mask = np.zeros(X.shape[0], dtype=bool)
         self.solutions_ = []
@@ -275,7 +277,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             sol = solve(
                 X, y_pm,
                 outlier_fraction=fractions, polish=self.polish, nu=self.nu,
-                sketch=self._sketch_for(X, seed + k),
+                sketch=self._sketch_for(X, seed + k, X.shape[0] if sketch_rows is None else sketch_rows),
                 tree_height=self.tree_height, level_width=self.level_width,
                 boosting_rounds=self.boosting_rounds, delta=self.delta, mu=self.mu,
                 refit_rounds=self.refit_rounds, intercept=self.intercept, tol=self.tol, max_iter=self.max_iter,
@@ -323,7 +325,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         for r in AUTO_RATES:
             side = side_of[r]
             if side is not None:
-                probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train)
+                probe._fit_models(X_train, y[train], self._side_fraction(y[train], r, side), seed, gram_train,
+                                  sketch_rows=X.shape[0])  # fmt: skip
                 if r == 0.0:
                     called = probe._predict(X)
                     if not calls_each_class([np.sum(y == c) for c in self.classes_],
@@ -344,7 +347,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             # of the two got wrong)
             found = {}
             for d in discarding:
-                probe._fit_models(X_train, y[train], d, seed, gram_train)
+                probe._fit_models(X_train, y[train], d, seed, gram_train, sketch_rows=X.shape[0])
                 predicted = probe._predict(X)
                 if finds_its_discarded_class(d, y == self.classes_[1], predicted == self.classes_[1]):
                     found[d] = predicted[hold] == y[hold]

@@ -704,7 +704,8 @@ def solve(
     ``polish_start``: non-negative weights per row (the convex coefficients of a previous solution,
     0 elsewhere) the first polish starts from, renormalised on the inliers within the caps.
     ``gram``: ``gram_matrix(X)``, when several solves on the same rows share one (used by a
-    full-dimension polish of at most ``FULL_GRAM_ROWS`` rows; the result is the same as without).
+    full-dimension polish of at most ``FULL_GRAM_ROWS`` rows, and by the RGD-tree on such dense rows
+    without a sketch; the result is the same as without, up to rounding in the tree's ranking).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -816,8 +817,9 @@ def solve(
         grams["full"] = gram
     if tree_height > 0:
         tree_gram = None
-        if sketch is None and sign.shape[0] <= FULL_GRAM_ROWS:
-            # the polish needs it anyway; the tree reads its children's projections off it
+        if sketch is None and sign.shape[0] <= FULL_GRAM_ROWS and not sp.issparse(X):
+            # the polish needs it anyway; the tree reads its children's projections off it (rows
+            # centred above: sparse rows are not, so their tree computes its own of centred rows)
             if "full" not in grams:
                 grams["full"] = _row_products(X)
             tree_gram = grams["full"]

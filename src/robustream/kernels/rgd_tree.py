@@ -88,13 +88,17 @@ def child_projections(
     gram: np.ndarray,
     rows_pos: np.ndarray,
     rows_neg: np.ndarray,
+    shift_pos: np.ndarray,
+    shift_neg: np.ndarray,
     pick_p: np.ndarray,
     pick_q: np.ndarray,
     t: np.ndarray,
 ):
     """Projections of the children ``(1 - t[r]) x + t[r] (P[pick_p[r]] - Q[pick_q[r]])`` on the rows
-    of P and of Q, from the parent's (``parent_pos = P @ x``, ``parent_neg = Q @ x``) and a Gram
-    matrix whose rows ``rows_pos`` are P and ``rows_neg`` are Q: O(n) per child instead of O(n d).
+    of P and of Q, from the parent's (``parent_pos = P @ x``, ``parent_neg = Q @ x``): O(n) per
+    child instead of O(n d). ``gram`` is the Gram matrix of the rows moved by some point c (rows
+    ``rows_pos`` are P - c and ``rows_neg`` are Q - c), ``shift_pos = P @ c`` and ``shift_neg = Q @ c``
+    (zeros when c = 0): ``(p - q) . r = (p - c) . (r - c) - (q - c) . (r - c) + p . c - q . c``.
     Ascending ``rows_pos`` / ``rows_neg`` read each Gram row front to back."""
     n_pos = parent_pos.shape[0]
     n_neg = parent_neg.shape[0]
@@ -106,20 +110,27 @@ def child_projections(
         b = t[r]
         gp = gram[rows_pos[pick_p[r]]]
         gq = gram[rows_neg[pick_q[r]]]
+        shift = shift_pos[pick_p[r]] - shift_neg[pick_q[r]]
         for i in range(n_pos):
             j = rows_pos[i]
-            out_pos[r, i] = a * parent_pos[i] + b * (gp[j] - gq[j])
+            out_pos[r, i] = a * parent_pos[i] + b * ((gp[j] - gq[j]) + shift)
         for i in range(n_neg):
             j = rows_neg[i]
-            out_neg[r, i] = a * parent_neg[i] + b * (gp[j] - gq[j])
+            out_neg[r, i] = a * parent_neg[i] + b * ((gp[j] - gq[j]) + shift)
     return out_pos, out_neg
 
 
-def child_projections_reference(parent_pos, parent_neg, gram, rows_pos, rows_neg, pick_p, pick_q, t):
+def child_projections_reference(parent_pos, parent_neg, gram, rows_pos, rows_neg, shift_pos, shift_neg, pick_p, pick_q, t):
     """NumPy reference for :func:`child_projections`."""
     diff = gram[rows_pos[pick_p]] - gram[rows_neg[pick_q]]
-    both = (1.0 - t)[:, None] * np.concatenate([parent_pos, parent_neg])[None, :] + t[:, None] * diff[:, np.concatenate([rows_pos, rows_neg])]
+    diff = diff[:, np.concatenate([rows_pos, rows_neg])] + (shift_pos[pick_p] - shift_neg[pick_q])[:, None]
+    both = (1.0 - t)[:, None] * np.concatenate([parent_pos, parent_neg])[None, :] + t[:, None] * diff
     return both[:, : parent_pos.shape[0]], both[:, parent_pos.shape[0] :]
+
+
+# the tree computes a Gram matrix of its rows only up to this size (4,096 rows): above, it would cost
+# more memory than the rows and more time than the matrix products it saves
+OWN_GRAM_BYTES = 128 << 20
 
 
 def samples_per_node(delta: float, mu: float, tree_height: int) -> int:
@@ -165,9 +176,11 @@ def rgd_tree(
     Parameters are arrays and numbers only. Returns ``(best_direction, best_width, n_nodes,
     n_rounds)``; ``best_width`` is the trimmed margin width along ``best_direction``.
     ``gram``, ``gram_rows``: a Gram matrix of rows that hold P and Q, the stacked ``[P; Q]`` being
-    its rows ``gram_rows`` (ascending per class; a solve's polish matrix). The children's projections
-    then come from it from the first level on, instead of from a Gram matrix the tree computes once
-    it has evaluated n / 2 children (the same search, up to rounding).
+    its rows ``gram_rows`` (ascending per class; a solve's polish matrix, of centred rows: entries of
+    rows far from the origin would lose the projections' digits). The children's projections then
+    come from it from the first level on, instead of from a Gram matrix of the centred rows that the
+    tree computes once it has evaluated n / 2 children, if it has at most ``OWN_GRAM_BYTES`` (the same
+    search, up to rounding).
     ``reference=True`` uses the NumPy references of the kernels (for tests).
     """
     P = np.ascontiguousarray(P, dtype=np.float64)
@@ -198,9 +211,13 @@ def rgd_tree(
     n_rounds = 0
     n_evaluated = 0
     if gram is not None:
+        if gram_rows is None or len(gram_rows) != n_pos + n_neg:
+            raise ValueError(f"gram needs gram_rows: the {n_pos + n_neg} rows of gram that P and Q are, in order")
         rows_pos, rows_neg = np.asarray(gram_rows[:n_pos], np.int64), np.asarray(gram_rows[n_pos:], np.int64)
     else:  # the tree's own, of the stacked rows [P; Q], once as many children were evaluated as it costs
         rows_pos, rows_neg = np.arange(n_pos), np.arange(n_pos, n_pos + n_neg)
+    shift_pos, shift_neg = np.zeros(n_pos), np.zeros(n_neg)
+    own_gram = 8 * (n_pos + n_neg) ** 2 <= OWN_GRAM_BYTES
     for _ in range(boosting_rounds):
         n_rounds += 1
         round_start = best_width
@@ -217,8 +234,8 @@ def rgd_tree(
                 if keep.any():
                     kids.append(children[keep])
                     if gram is not None:
-                        pp, pq = project_fn(level_pp[node], level_pq[node], gram, rows_pos, rows_neg, pick_p[keep],
-                                            pick_q[keep], t[keep])  # fmt: skip
+                        pp, pq = project_fn(level_pp[node], level_pq[node], gram, rows_pos, rows_neg, shift_pos,
+                                            shift_neg, pick_p[keep], pick_q[keep], t[keep])  # fmt: skip
                         kids_pp.append(pp)
                         kids_pq.append(pq)
             if not kids:
@@ -231,9 +248,11 @@ def rgd_tree(
                 norms = np.sqrt(np.einsum("ij,ij->i", children, children))
                 widths = widths_fn(pp, pq, n_discard_pos, n_discard_neg, norms)
             n_evaluated += children.shape[0]
-            if gram is None and 2 * n_evaluated >= n_pos + n_neg:
-                rows = np.concatenate([P, Q])
+            if gram is None and own_gram and 2 * n_evaluated >= n_pos + n_neg:
+                centre = (P.sum(axis=0) + Q.sum(axis=0)) / (n_pos + n_neg)
+                rows = np.concatenate([P, Q]) - centre
                 gram = rows @ rows.T
+                shift_pos, shift_neg = P @ centre, Q @ centre
             n_nodes += children.shape[0]
             # stable sort: equal widths keep generation order, so the search is reproducible
             order = np.argsort(-widths, kind="stable")[:level_width]

@@ -88,8 +88,8 @@ def _rank_select(buf: np.ndarray, m: int, r: int) -> float:
 def _histogram_select(buf: np.ndarray, m: int, r: int, counts: np.ndarray) -> float:
     """The r-th smallest (0-based) of ``buf[:m]``, reordering ``buf``; ``counts`` (``SELECT_BUCKETS``
     integers) is scratch. Exact: the bucket of a value is monotone in the value, so the values
-    before the kept bucket are exactly the smaller ones. Each round drops at least the largest value
-    (the least and the largest fall in the first and the last bucket)."""
+    before the kept bucket are exactly the smaller ones. Each round drops the least or the largest
+    value at least (they fall in the first and the last bucket)."""
     for _ in range(SELECT_ROUNDS):
         if m <= SELECT_SMALL:
             return _rank_select(buf, m, r)
@@ -100,7 +100,7 @@ def _histogram_select(buf: np.ndarray, m: int, r: int, counts: np.ndarray) -> fl
             high = max(high, buf[i])
         if high == low:
             return low
-        scale = SELECT_BUCKETS / (high - low)
+        scale = SELECT_BUCKETS / (float(high) - float(low))  # Python floats: an overflow is inf, not a warning
         if not (0.0 < scale < np.inf):  # a range that overflows or is subnormal
             break
         counts[:] = 0
