@@ -1,6 +1,6 @@
 """The project's benchmark report: every method on every shared data set under label noise.
 
-    python benchmarks/run_all.py             # full report (5 seeds, about 20 minutes on 2 cores)
+    python benchmarks/run_all.py             # full report (5 seeds, about 15 minutes on 2 cores)
                                              #   -> benchmarks/RESULTS.md + benchmarks/results/*.png
     python benchmarks/run_all.py --quick     # 3-minute subset (CI) -> benchmarks/quick/ (gitignored)
     python benchmarks/run_all.py --quick --out /tmp/report

@@ -827,7 +827,7 @@ def solve(
             ZP, ZQ, tree_discard[0], tree_discard[1], root,
             tree_height=tree_height, level_width=level_width, n_samples=n_samples,
             delta=delta, boosting_rounds=boosting_rounds, tol=tol, seed=seed,
-            gram=tree_gram, gram_rows=np.concatenate([rows_p, rows_q]),
+            gram=tree_gram, gram_rows=None if tree_gram is None else np.concatenate([rows_p, rows_q]),
         )  # fmt: skip
         if densified:  # the dense rows of each class, as before the tree's subsample
             proj = np.empty(sign.shape[0])
