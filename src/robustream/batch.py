@@ -21,6 +21,7 @@ from .solver import (
     AUTO_SIDES,
     FULL_GRAM_ROWS,
     calls_each_class,
+    calls_mostly_wrong,
     INTERCEPT_RULES,
     check_polish,
     clearly_fewer,
@@ -53,7 +54,12 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         is ``outlier_fraction_``. Rate 0 (nothing discarded: clean data stays whole) is scored only if
         its model calls each class on at least half as many rows as are labelled so
         (:func:`robustream.solver.calls_each_class`): under one-sided flips of most of a small class
-        the near-constant fit of every row errs least on the holdout's labels.
+        the near-constant fit of every row errs least on the holdout's labels. A symmetric model
+        whose calls of a class on the holdout are mostly labelled as the other class
+        (:func:`robustream.solver.calls_mostly_wrong`) is picked only if every scored model is
+        such (it stays in ``auto_scores_``): under uniform flips a row is mostly labelled as its
+        class, so those calls are mostly wrong (w8a at 20% flips: at rate 0.1 the fit keeps most
+        of the flipped negatives labelled positive and calls rows like them positive).
         With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
         (``AUTO_SIDES``: both classes, as for a float, or only one observed class, as after
         one-sided or adversarial flips): it fits the three variants on all rows and keeps a
@@ -321,7 +327,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             discarding = []
         X_train = X[train]
         gram_train = gram_matrix(X_train) if share else None
-        right = {}
+        right, wrong_calls = {}, set()
         for r in AUTO_RATES:
             side = side_of[r]
             if side is not None:
@@ -337,9 +343,16 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     predicted = probe._predict(X[hold])
                 right[r] = predicted == y[hold]
                 scores[r], sides[r] = float(np.mean(right[r])), side
+                if self.classes_.size == 2 and side == "both" and any(
+                    calls_mostly_wrong(int(np.sum(predicted == c)), int(np.sum((predicted == c) & (y[hold] == c))))
+                    for c in self.classes_
+                ):
+                    wrong_calls.add(r)
+        # a symmetric model whose calls of a class are mostly wrong is picked only if every model is
+        sound = [r for r in scores if r not in wrong_calls]
         if scores:
-            best = max(scores.values())
-            r = min(r for r, s in scores.items() if s == best)
+            best = max(scores[r] for r in sound or scores)
+            r = min(r for r in sound or scores if scores[r] == best)
         if discarding:
             # a symmetric model that discards most of a class may replace the pick: the rows it predicts
             # as that class must be mostly labelled so (all rows: the holdout alone holds too few of a
@@ -353,7 +366,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     found[d] = predicted[hold] == y[hold]
             if found:
                 other = max(found, key=lambda d: (int(found[d].sum()), -d))
-                if not scores or clearly_fewer(int(np.sum(right[r] & ~found[other])),
+                if not sound or clearly_fewer(int(np.sum(right[r] & ~found[other])),
                                                int(np.sum(found[other] & ~right[r]))):  # fmt: skip
                     r = other
                     scores[r], sides[r] = float(np.mean(found[r])), "both"
