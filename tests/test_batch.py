@@ -331,6 +331,7 @@ def test_auto_sets_aside_a_model_whose_calls_of_the_small_class_are_mostly_wrong
     majority_error = float(np.mean(split.y_test > 0))
     assert auto.outlier_fraction_ >= 0.15  # about the true rate: it discards most of the observed positives
     assert 1 - auto.score(scaler.transform(split.X_test), split.y_test) <= majority_error
+    assert not {0.05, 0.1} & set(auto.auto_scores_)  # set aside: they did not compete
 
 
 @pytest.mark.dataset

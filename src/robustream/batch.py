@@ -56,10 +56,10 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         (:func:`robustream.solver.calls_each_class`): under one-sided flips of most of a small class
         the near-constant fit of every row errs least on the holdout's labels. A symmetric model
         whose calls of a class on the holdout are mostly labelled as the other class
-        (:func:`robustream.solver.calls_mostly_wrong`) is picked only if every scored model is
-        such (it stays in ``auto_scores_``): under uniform flips a row is mostly labelled as its
-        class, so those calls are mostly wrong (w8a at 20% flips: at rate 0.1 the fit keeps most
-        of the flipped negatives labelled positive and calls rows like them positive).
+        (:func:`robustream.solver.calls_mostly_wrong`) is set aside, and left out of
+        ``auto_scores_``, unless every scored model is such: under uniform flips a row is mostly
+        labelled as its class, so those calls are mostly wrong (w8a at 20% flips: at rate 0.1 the
+        fit keeps most of the flipped negatives labelled positive and calls rows like them positive).
         With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
         (``AUTO_SIDES``: both classes, as for a float, or only one observed class, as after
         one-sided or adversarial flips): it fits the three variants on all rows and keeps a
@@ -125,8 +125,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     outlier_fraction_ : float or tuple
         The outlier fraction used (the pick of ``"auto"``: a float, or a pair for a one-sided pick).
     auto_scores_, auto_sides_ : dict
-        With ``"auto"``: holdout accuracy and kept side (see ``AUTO_SIDES``) per rate; empty
-        otherwise.
+        With ``"auto"``: holdout accuracy and kept side (see ``AUTO_SIDES``) per rate that
+        competed for the pick; empty otherwise.
     solutions_ : list of robustream.solver.Solution
         The solve of each binary problem (one, or one per class): convex coefficients, polish run,
         tree width, refits, convergence.
@@ -372,6 +372,9 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     scores[r], sides[r] = float(np.mean(found[r])), "both"
         if not scores:
             return AUTO_FRACTIONS[0], scores, sides
+        if r not in wrong_calls:  # the models set aside did not compete
+            for q in wrong_calls:
+                del scores[q], sides[q]
         return self._side_fraction(y, r, sides[r]), scores, sides
 
     def _one_vs_rest_side(self, y, rate) -> str | None:
