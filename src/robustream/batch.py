@@ -58,8 +58,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         whose calls of a class on the holdout are mostly labelled as the other class
         (:func:`robustream.solver.calls_mostly_wrong`) is set aside, and left out of
         ``auto_scores_``, unless every scored model is such: under uniform flips a row is mostly
-        labelled as its class, so those calls are mostly wrong (w8a at 20% flips: at rate 0.1 the
-        fit keeps most of the flipped negatives labelled positive and calls rows like them positive).
+        labelled as its class, so those calls are mostly wrong (w8a at 20% flips: the fits at low
+        rates keep most of the flipped negatives labelled positive and call rows like them positive).
         With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
         (``AUTO_SIDES``: both classes, as for a float, or only one observed class, as after
         one-sided or adversarial flips): it fits the three variants on all rows and keeps a
@@ -348,7 +348,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     for c in self.classes_
                 ):
                     wrong_calls.add(r)
-        # a symmetric model whose calls of a class are mostly wrong is picked only if every model is
+        # the pick among the models whose calls are not mostly wrong (among all if every one's are)
         sound = [r for r in scores if r not in wrong_calls]
         if scores:
             best = max(scores[r] for r in sound or scores)
