@@ -7,7 +7,7 @@ rows as dicts. The learners are timed side by side in one process, round-robin o
 noisy machine slows all of them alike; the table reports the median rate and its ratio to River's
 LogisticRegression. For the rebuilding learners it also reports the CPU time of their solves
 (inline, or in the rebuild worker process with ``rebuild_lag``) and the CPU time per row left on
-the calling thread.
+the calling thread. A row with the scaler and no learner shows what every learner pays first.
 
     python benchmarks/stream_throughput.py                 # 20,000 rows, d = 100, 3 rounds
     python benchmarks/stream_throughput.py --rows 2000 --repeats 1   # a quick look
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from river import linear_model, preprocessing
+from river import base, linear_model, preprocessing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import header, warm_up  # noqa: E402
@@ -37,12 +37,24 @@ from robustream.datasets import make_gaussian_classes  # noqa: E402
 from robustream.learners.rebuild_worker import solve_worker  # noqa: E402
 
 REFERENCE = "River LogisticRegression"
+SCALER_ALONE = "StandardScaler alone (no learner)"
+
+
+class ScalerOnly(base.Classifier):
+    """No learner: what the StandardScaler in front of every learner costs by itself."""
+
+    def learn_one(self, x: dict, y: bool) -> None:
+        pass
+
+    def predict_proba_one(self, x: dict) -> dict[bool, float]:
+        return {False: 1.0, True: 0.0}
 
 
 def learners() -> dict[str, Callable]:
     """Every learner with its default parameters (what a user gets)."""
     return {
         REFERENCE: linear_model.LogisticRegression,
+        SCALER_ALONE: ScalerOnly,
         "RGDSVMClassifier": lambda: RGDSVMClassifier(seed=0),
         "RGDSVMClassifier rebuild_lag=250": lambda: RGDSVMClassifier(rebuild_lag=250, seed=0),
         "RGDSVMClassifier auto": lambda: RGDSVMClassifier(outlier_fraction="auto", seed=0),
@@ -119,7 +131,7 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=100, help="features per row (default 100)")
     ap.add_argument("--repeats", type=int, default=3, help="timed rounds per learner (default 3)")
     ap.add_argument("--flip", type=float, default=0.15)
-    ap.add_argument("--only", nargs="+", help="learner names to time (the reference is always timed)")
+    ap.add_argument("--only", nargs="+", help="learner names to time (the reference and the scaler alone are always timed)")
     args = ap.parse_args()
     meta = header()
     make = learners()
@@ -127,7 +139,7 @@ def main() -> None:
         unknown = sorted(set(args.only) - set(make))
         if unknown:
             ap.error(f"unknown learner(s) {unknown}; choose from {sorted(make)}")
-        make = {k: v for k, v in make.items() if k == REFERENCE or k in args.only}
+        make = {k: v for k, v in make.items() if k in (REFERENCE, SCALER_ALONE) or k in args.only}
     rows = stream(args.rows, args.dim, args.flip, seed=0)
     # the numba kernels load before any timing (rebuild_lag: in the worker process too)
     warm_up(stream=[lambda f=factory: preprocessing.StandardScaler() | f() for factory in make.values()], d=args.dim)
@@ -159,7 +171,8 @@ def main() -> None:
             if n_solves else ["–", "–", "–"]  # fmt: skip
         print(f"| {name} | {rate:,.0f} | {rate / ref:.2f} | " + " | ".join(cells) + f" | {per_row:.0f} |")
     print("\n(rebuild_lag > 0: the solves run in the rebuild worker process, so with a free core the rate is bound by the "
-          "larger of the per-row work and the solve work per row.)")
+          "larger of the per-row work and the solve work per row. The scaler alone is the per-row work every learner "
+          "pays before its own: a learner's own CPU per row is its row minus that one.)")
 
     out_dir = Path(__file__).resolve().parent / "results"
     out_dir.mkdir(exist_ok=True)
