@@ -1,6 +1,7 @@
 """RGDSVC: scikit-learn conformance, determinism, multi-class, sparse input, parameter errors."""
 
 import gc
+import itertools
 import warnings
 import weakref
 
@@ -318,9 +319,9 @@ def test_auto_discards_most_of_a_small_class_whose_labels_are_mostly_flipped(w8a
 
 @pytest.mark.dataset
 @pytest.mark.parametrize("seed", [3, 4])
-def test_auto_sets_aside_a_model_whose_calls_of_the_small_class_are_mostly_wrong(w8a, seed):
+def test_auto_replaces_a_pick_whose_calls_of_the_small_class_are_mostly_wrong(w8a, seed):
     # w8a (3% positives) with 20% uniform flips: 86% of the rows labelled positive are flipped
-    # negatives. The symmetric fits at 0.05 / 0.1 keep most of them and call rows like them
+    # negatives. The symmetric fits at rates 0 to 0.1 keep most of them and call rows like them
     # positive, mostly labelled negative on the holdout, yet err about as little there as the fit
     # that discards them: picked, 11.8% / 13.3% test error (seeds 4 / 3), against 2.4% / 2.2%
     from sklearn.preprocessing import StandardScaler
@@ -329,9 +330,30 @@ def test_auto_sets_aside_a_model_whose_calls_of_the_small_class_are_mostly_wrong
     scaler = StandardScaler(with_mean=not sp.issparse(split.X_train)).fit(split.X_train)
     auto = RGDSVC(outlier_fraction="auto", random_state=seed).fit(scaler.transform(split.X_train), split.y_train)
     majority_error = float(np.mean(split.y_test > 0))
-    assert auto.outlier_fraction_ >= 0.15  # about the true rate: it discards most of the observed positives
+    # about the true rate: it discards most of the observed positives
+    assert isinstance(auto.outlier_fraction_, float) and auto.outlier_fraction_ >= 0.15
     assert 1 - auto.score(scaler.transform(split.X_test), split.y_test) <= majority_error
-    assert not {0.05, 0.1} & set(auto.auto_scores_)  # set aside: they did not compete
+    best = max(auto.auto_scores_.values())  # the models it replaced left auto_scores_: the pick scores best
+    assert auto.outlier_fraction_ == min(r for r, v in auto.auto_scores_.items() if v == best)
+    assert not {0.05, 0.1} & set(auto.auto_scores_)
+
+
+def test_auto_replaces_a_pick_only_with_a_model_that_finds_its_discarded_class(monkeypatch):
+    # balanced classes: no rate discards most of a class, so nothing may replace the pick, however
+    # wrong its calls look
+    import robustream.batch
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((600, 5)) + np.repeat([[1.2], [-1.2]], 300, axis=0)
+    y = np.repeat([1, 0], 300)
+    y[rng.random(600) < 0.15] ^= 1
+    plain = RGDSVC(outlier_fraction="auto", random_state=0).fit(X, y)
+    assert plain.outlier_fraction_ in (0.0, 0.1, 0.2, 0.3)  # among the rates flagged below
+    calls = itertools.count()  # two calls per rate (one per class) unless the first flags it:
+    monkeypatch.setattr(robustream.batch, "calls_mostly_wrong", lambda n_calls, n_agree: next(calls) % 3 == 0)
+    flagged = RGDSVC(outlier_fraction="auto", random_state=0).fit(X, y)  # 0, 0.1, 0.2, 0.3 flagged
+    assert flagged.outlier_fraction_ == plain.outlier_fraction_ and flagged.auto_scores_ == plain.auto_scores_
+    np.testing.assert_array_equal(flagged.coef_, plain.coef_)
 
 
 @pytest.mark.dataset

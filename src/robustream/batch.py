@@ -54,13 +54,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         is ``outlier_fraction_``. Rate 0 (nothing discarded: clean data stays whole) is scored only if
         its model calls each class on at least half as many rows as are labelled so
         (:func:`robustream.solver.calls_each_class`): under one-sided flips of most of a small class
-        the near-constant fit of every row errs least on the holdout's labels. A symmetric model
-        whose calls of a class on the holdout are mostly labelled as the other class
-        (:func:`robustream.solver.calls_mostly_wrong`) is set aside, and left out of
-        ``auto_scores_``, unless every scored model is such: under uniform flips a row is mostly
-        labelled as its class, so those calls are mostly wrong (w8a at 20% flips: the fits at low
-        rates keep most of the flipped negatives labelled positive and call rows like them positive).
-        With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
+        the near-constant fit of every row errs least on the holdout's labels. With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
         (``AUTO_SIDES``: both classes, as for a float, or only one observed class, as after
         one-sided or adversarial flips): it fits the three variants on all rows and keeps a
         one-sided one only if it leaves clearly fewer misclassified inliers than the symmetric one
@@ -73,7 +67,14 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         that rate): under uniform flips most labels of a small class are wrong (w8a: about 60% of
         its observed positives at 5% flips, 85% at 15%), and no one-sided variant can fit them;
         after one-sided flips of more than half of a class one separates the rest cleanly, and the
-        symmetric fit is near-constant. A one-sided pick is reported as its pair; ``auto_sides_``
+        symmetric fit is near-constant. Where the pick is a symmetric model whose calls of a class
+        on the holdout are mostly labelled as the other class
+        (:func:`robustream.solver.calls_mostly_wrong`), that discarding model needs no McNemar: it
+        takes the place of every such model (in ``auto_scores_`` too) and competes with the rest on
+        its holdout score. Under uniform flips a row is mostly labelled as its class, so those
+        calls are mostly wrong (w8a at 20% flips: the fits at low rates keep most of the flipped
+        negatives labelled positive, call rows like them positive, and err about as little on the
+        noisy holdout). A one-sided pick is reported as its pair; ``auto_sides_``
         holds the variant kept per rate. Cost: up to 4 fits per rate (the usable variants on all
         rows, 1 on the holdout's training part, and the symmetric one there when it discards most
         of a class), then the final fit, so about 26 fits for two classes (rate 0 is one fit; 8 per
@@ -126,7 +127,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         The outlier fraction used (the pick of ``"auto"``: a float, or a pair for a one-sided pick).
     auto_scores_, auto_sides_ : dict
         With ``"auto"``: holdout accuracy and kept side (see ``AUTO_SIDES``) per rate that
-        competed for the pick; empty otherwise.
+        competed for the pick (the pick has the best score); empty otherwise.
     solutions_ : list of robustream.solver.Solution
         The solve of each binary problem (one, or one per class): convex coefficients, polish run,
         tree width, refits, convergence.
@@ -348,16 +349,14 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     for c in self.classes_
                 ):
                     wrong_calls.add(r)
-        # the pick among the models whose calls are not mostly wrong (among all if every one's are)
-        sound = [r for r in scores if r not in wrong_calls]
         if scores:
-            best = max(scores[r] for r in sound or scores)
-            r = min(r for r in sound or scores if scores[r] == best)
+            best = max(scores.values())
+            r = min(r for r, s in scores.items() if s == best)
         if discarding:
             # a symmetric model that discards most of a class may replace the pick: the rows it predicts
             # as that class must be mostly labelled so (all rows: the holdout alone holds too few of a
             # small class), and it must err clearly less on the holdout (McNemar on the rows only one
-            # of the two got wrong)
+            # of the two got wrong) ...
             found = {}
             for d in discarding:
                 probe._fit_models(X_train, y[train], d, seed, gram_train, sketch_rows=X.shape[0])
@@ -366,15 +365,20 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     found[d] = predicted[hold] == y[hold]
             if found:
                 other = max(found, key=lambda d: (int(found[d].sum()), -d))
-                if not sound or clearly_fewer(int(np.sum(right[r] & ~found[other])),
+                if not scores or clearly_fewer(int(np.sum(right[r] & ~found[other])),
                                                int(np.sum(found[other] & ~right[r]))):  # fmt: skip
                     r = other
                     scores[r], sides[r] = float(np.mean(found[r])), "both"
+                elif r in wrong_calls:
+                    # ... or, where the pick's calls of a class are mostly wrong, take the place of the
+                    # models whose calls are, and compete with the others on its holdout score
+                    for q in wrong_calls:
+                        del scores[q], sides[q]
+                    scores[other], sides[other] = float(np.mean(found[other])), "both"
+                    best = max(scores.values())
+                    r = min(q for q, s in scores.items() if s == best)
         if not scores:
             return AUTO_FRACTIONS[0], scores, sides
-        if r not in wrong_calls:  # the models set aside did not compete
-            for q in wrong_calls:
-                del scores[q], sides[q]
         return self._side_fraction(y, r, sides[r]), scores, sides
 
     def _one_vs_rest_side(self, y, rate) -> str | None:
