@@ -39,6 +39,12 @@ from .solver import (
 __all__ = ["RGDSVC", "AUTO_FRACTIONS", "AUTO_RATES", "AUTO_SIDES", "AUTO_SIDE_MARGIN", "side_outlier_fractions"]
 
 
+def _best_scored(scores: dict[float, float]) -> float:
+    """The rate of the best holdout score (the smallest such rate)."""
+    best = max(scores.values())
+    return min(r for r, s in scores.items() if s == best)
+
+
 class RGDSVC(ClassifierMixin, BaseEstimator):
     """Linear SVM with explicit outlier removal: RGD-tree search, convex polish, trim and refit.
 
@@ -54,7 +60,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         is ``outlier_fraction_``. Rate 0 (nothing discarded: clean data stays whole) is scored only if
         its model calls each class on at least half as many rows as are labelled so
         (:func:`robustream.solver.calls_each_class`): under one-sided flips of most of a small class
-        the near-constant fit of every row errs least on the holdout's labels. With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
+        the near-constant fit of every row errs least on the holdout's labels.
+        With two classes, ``"auto"`` also decides at every rate where the wrong labels sit
         (``AUTO_SIDES``: both classes, as for a float, or only one observed class, as after
         one-sided or adversarial flips): it fits the three variants on all rows and keeps a
         one-sided one only if it leaves clearly fewer misclassified inliers than the symmetric one
@@ -350,8 +357,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 ):
                     wrong_calls.add(r)
         if scores:
-            best = max(scores.values())
-            r = min(r for r, s in scores.items() if s == best)
+            r = _best_scored(scores)
         if discarding:
             # a symmetric model that discards most of a class may replace the pick: the rows it predicts
             # as that class must be mostly labelled so (all rows: the holdout alone holds too few of a
@@ -365,18 +371,16 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                     found[d] = predicted[hold] == y[hold]
             if found:
                 other = max(found, key=lambda d: (int(found[d].sum()), -d))
-                if not scores or clearly_fewer(int(np.sum(right[r] & ~found[other])),
-                                               int(np.sum(found[other] & ~right[r]))):  # fmt: skip
-                    r = other
-                    scores[r], sides[r] = float(np.mean(found[r])), "both"
-                elif r in wrong_calls:
-                    # ... or, where the pick's calls of a class are mostly wrong, take the place of the
-                    # models whose calls are, and compete with the others on its holdout score
-                    for q in wrong_calls:
-                        del scores[q], sides[q]
+                clearly = not scores or clearly_fewer(int(np.sum(right[r] & ~found[other])),
+                                                      int(np.sum(found[other] & ~right[r])))  # fmt: skip
+                if clearly or r in wrong_calls:
+                    if not clearly:
+                        # ... or, where the pick's calls of a class are mostly wrong, take the place of the
+                        # models whose calls are, and compete with the others on its holdout score
+                        for q in wrong_calls:
+                            del scores[q], sides[q]
                     scores[other], sides[other] = float(np.mean(found[other])), "both"
-                    best = max(scores.values())
-                    r = min(q for q, s in scores.items() if s == best)
+                    r = _best_scored(scores)  # (where it errs clearly less than the pick: itself)
         if not scores:
             return AUTO_FRACTIONS[0], scores, sides
         return self._side_fraction(y, r, sides[r]), scores, sides
