@@ -2,6 +2,7 @@
 determinism, bounded memory, persistence and robustness to flipped labels."""
 
 import copy
+import math
 import os
 import pickle
 import re
@@ -756,12 +757,16 @@ def test_a_feature_value_that_is_not_a_number_is_named_when_learning_and_predict
             call({"a": 1.0, "city": "Paris"})
         with pytest.raises(ValueError, match="feature 'v' is not a finite number: nan"):
             call({"a": 1.0, "v": float("nan")})  # predicted False / {nan, nan} before
+        with pytest.raises(ValueError, match="feature 'a' is not a finite number: -inf"):
+            call({"a": -math.inf})  # a weighted feature: w.x = -inf, predicted False / {1.0, 0.0} before
         # float() takes these, but w.x does not: learning took them, then predicting refused them
         for text in ("1.5", b"2", __import__("decimal").Decimal("1.5")):
             with pytest.raises(ValueError, match=re.escape(f"feature 'v': {text!r} is not a number")):
                 call({"a": 1.0, "v": text})
         with pytest.raises(ValueError, match="feature 'v' is not a finite number"):
             call({"a": 1.0, "v": 10**400})  # a bare OverflowError before
+    with pytest.raises(ValueError, match="feature 'a' is not a finite number: inf"):
+        model.outlier_score_one({"a": math.inf}, True)  # inf margin units before
 
 
 def test_a_failed_rebuild_warns_with_its_reason_and_huge_values_do_not_crash():

@@ -296,8 +296,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         except (TypeError, OverflowError):  # a value that is not a number, or an int beyond floats
             numeric_row(x, x)  # raises, naming the feature
             raise ValueError(non_number_message(x)) from None
-        if z != z:  # NaN: a NaN (or an infinite) feature value; learning rejects those rows too
-            numeric_row(x, x)  # raises, naming the feature
+        if not math.isfinite(z):  # a NaN or infinite feature value (learning rejects those rows too); a
+            numeric_row(x, x)  # product of finite values beyond floats passes this check and stays +-inf
         return z
 
     def predict_proba_one(self, x: dict) -> dict[bool, float]:
