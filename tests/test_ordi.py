@@ -9,7 +9,7 @@ import pytest
 from river import base, linear_model, naive_bayes, preprocessing
 from sklearn.metrics import roc_auc_score
 
-from robustream import ORDIFilter
+from robustream import ORDIFilter, RGDSVMClassifier
 from robustream.evaluate import noisy_stream, prequential
 from robustream.learners import ordi as ordi_module
 from robustream.learners.ordi import H_4_HALF, ordi_bound
@@ -221,6 +221,28 @@ def test_a_feature_that_is_not_a_finite_number_is_rejected_by_name():
         model.learn_one({"a": 1.0, "city": "Paris"}, False)
     assert np.all(np.isfinite(model.mean_))  # the statistics did not take the row in
     assert model.features_ == ["a"]  # nor its new keys
+
+
+@pytest.mark.parametrize("memory", [None, 50])
+def test_a_sample_the_wrapped_model_refuses_leaves_no_trace(memory):
+    # a binary robustream learner refuses the label 2 (and a new key comes with it): before, the
+    # statistics had taken the sample in, and 2 counted as a third class from then on
+    rows, labels, _, _ = _gaussian_rows(n=400, d=4, seed=3)
+    model = ORDIFilter(RGDSVMClassifier(rebuild_every=50, seed=0), grace_period=20, memory=memory)
+    for x, y in zip(rows[:200], labels[:200]):
+        model.learn_one(x, y)
+    twin = copy.deepcopy(model)
+    with pytest.raises(ValueError, match="label 2: RGDSVMClassifier is a binary learner"):
+        model.learn_one({**rows[200], "new": 1.0}, 2)
+    assert model.n_seen_ == twin.n_seen_ and model.class_counts_ == twin.class_counts_
+    assert model.features_ == twin.features_ and model._taught == twin._taught
+    for x, y in zip(rows[200:], labels[200:]):  # from then on, the same model as one that never saw it
+        assert model.outlier_score_one(x, y) == twin.outlier_score_one(x, y)
+        assert model.predict_proba_one(x) == twin.predict_proba_one(x)
+        model.learn_one(x, y)
+        twin.learn_one(x, y)
+    assert model.n_skipped_ == twin.n_skipped_ > 0
+    assert np.array_equal(model.mean_, twin.mean_) and np.array_equal(model.ridge_inverse_, twin.ridge_inverse_)
 
 
 def test_wrapped_logistic_regression_beats_the_bare_one_on_noisy_streams():

@@ -203,27 +203,25 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         scored (its class has no other sample yet) gets ``-inf``: like ``learn_one``, which never
         skips it, it counts as the least likely mislabelled.
         """
-        score = self._ordi(*self._with_sample(x, y, commit=False), y)
+        score = self._ordi(*self._with_sample(x, y)[0], y)
         return -math.inf if score == -math.inf else -score
 
     # -- learning -------------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any, **kwargs) -> None:
-        score = self._ordi(*self._with_sample(x, y, commit=True), y)
-        self.n_seen_ += 1
-        self.last_score_ = score
-        if self.memory is not None:
-            if self.n_seen_ % _REFRESH_EVERY == 0:  # the additions and removals round off too
-                self._set_stats(*self._recomputed(self._kept, self.mean_.size))
-        elif self.score == "exact" and self.n_seen_ % _REFRESH_EVERY == 0:
-            self.ridge_inverse_ = self._ridge_inverse(self.scatter_)
+        # Nothing changes until the wrapped model has taken the sample (or it is skipped): a sample
+        # the wrapped model refuses (a label a binary learner cannot read) leaves no trace here.
+        stats, install = self._with_sample(x, y)
+        score = self._ordi(*stats, y)
+        n_seen = self.n_seen_ + 1
         skip = False
+        scaled = None
         if score > -math.inf:
             # dψ shrinks like 1/n and the bound grows like n (through β), n the samples in the
             # statistics: rescaled, the scores of samples that arrived at different times are comparable
-            n = self._n_covered
+            n = n_seen if self.memory is None else min(len(self._kept) + 1, self.memory)
             scaled = score * n if self.score == "exact" else score / n
             # +inf ("keep": the bound says nothing) is never skipped
-            if scaled < math.inf and self.n_seen_ > self.grace_period and y in self._taught:
+            if scaled < math.inf and n_seen > self.grace_period and y in self._taught:
                 below = sum(map(scaled.__gt__, self._scores))  # scores below this one
                 equal = sum(map(scaled.__eq__, self._scores))
                 # mid-rank of the sample among the window's scores and its own (1 = lowest): tied
@@ -232,29 +230,37 @@ class ORDIFilter(base.Wrapper, base.Classifier):
                 skip = below + 1 + equal / 2 <= self.removal_fraction * (len(self._scores) + 1) and (
                     sum(self._skipped) + 1 <= SKIP_BUDGET * self.removal_fraction * (len(self._skipped) + 1)
                 )
+        if not skip:
+            self.classifier_.learn_one(x, y, **kwargs)
+        install()
+        self.n_seen_ = n_seen
+        self.last_score_ = score
+        if self.memory is not None:
+            if self.n_seen_ % _REFRESH_EVERY == 0:  # the additions and removals round off too
+                self._set_stats(*self._recomputed(self._kept, self.mean_.size))
+        elif self.score == "exact" and self.n_seen_ % _REFRESH_EVERY == 0:
+            self.ridge_inverse_ = self._ridge_inverse(self.scatter_)
+        if scaled is not None:
             self._scores.append(scaled)
         self._skipped.append(skip)
         self.outlier_rate_ = sum(self._skipped) / len(self._skipped)
         if skip:
             self.n_skipped_ += 1
-            return
-        self._taught.add(y)
-        self.classifier_.learn_one(x, y, **kwargs)
+        else:
+            self._taught.add(y)
 
     # -- statistics -------------------------------------------------------------------------------
-    def _vector(self, x: dict, grow: bool) -> np.ndarray:
-        x = numeric_row(x, x, drop_zeros=False)  # checked before the statistics grow by its new keys
+    def _vector(self, x: dict) -> tuple[np.ndarray, list]:
+        """``(v, new)``: the sample over the known features followed by its ``new`` keys (in
+        canonical order, the order :meth:`_grow` adds them in); ValueError naming a feature that is
+        not a finite number."""
+        x = numeric_row(x, x, drop_zeros=False)
         new = sorted((k for k in x if k not in self._index), key=key_order)
-        if new and grow:
-            for k in new:
-                self._index[k] = len(self.features_)
-                self.features_.append(k)
-            self._grow(len(new))
-        v = np.zeros(len(self.features_) + (0 if grow else len(new)))
-        extra = {k: len(self.features_) + i for i, k in enumerate(new)} if not grow else {}
+        v = np.zeros(len(self.features_) + len(new))
+        extra = {k: len(self.features_) + i for i, k in enumerate(new)}
         for k, value in x.items():
             v[self._index[k] if k in self._index else extra[k]] = value
-        return v
+        return v, new
 
     def _grow(self, k: int) -> None:
         self.mean_ = np.pad(self.mean_, (0, k))
@@ -270,10 +276,11 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             idx = np.arange(n - k, n)
             self.ridge_inverse_[idx, idx] = 1.0 / self.ridge
 
-    def _with_sample(self, x: dict, y: Any, commit: bool):
-        """The statistics with ``(x, y)`` included (and, with ``memory``, the oldest kept sample
-        removed when the memory is full): ``(phi, mean, inverse, counts, sums)``."""
-        v = self._vector(x, grow=commit)
+    def _with_sample(self, x: dict, y: Any):
+        """``(stats, install)``: the statistics with ``(x, y)`` included (and, with ``memory``, the
+        oldest kept sample removed when the memory is full), ``(phi, mean, inverse, counts, sums)``,
+        computed on copies; ``install()`` makes them the filter's (new features included)."""
+        v, new = self._vector(x)
         d = v.size
         pad = d - self.mean_.size
         n = self._n_covered
@@ -299,9 +306,15 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             scatter = scatter + c * np.outer(u, u)
             g = inv @ u
             inverse = inv - (c / (1.0 + c * float(u @ g))) * np.outer(g, g)
-            if commit:
+
+        def install() -> None:
+            if new:
+                for k in new:
+                    self._index[k] = len(self.features_)
+                    self.features_.append(k)
+                self._grow(len(new))  # the kept samples' rows; the statistics are replaced below
+            if self.score == "exact":
                 self.scatter_, self.ridge_inverse_ = scatter, inverse
-        if commit:
             self.mean_ = new_mean
             self.class_counts_ = counts
             self.class_sums_ = sums
@@ -309,7 +322,8 @@ class ORDIFilter(base.Wrapper, base.Classifier):
                 if len(self._kept) == self.memory:
                     self._kept.popleft()
                 self._kept.append((v, y))
-        return v - new_mean, new_mean, inverse, counts, sums
+
+        return (v - new_mean, new_mean, inverse, counts, sums), install
 
     def _without_oldest(self, d: int, mean, scatter, inv, counts: dict, sums: dict):
         """``(mean, scatter, inverse)`` of the kept samples without the oldest; ``counts`` and
