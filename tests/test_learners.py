@@ -7,6 +7,7 @@ import os
 import pickle
 import re
 import stat
+import warnings
 
 import numpy as np
 import pytest
@@ -778,6 +779,21 @@ def test_a_failed_rebuild_warns_with_its_reason_and_huge_values_do_not_crash():
             model.learn_one({"a": (1.0 if y else -1.0) * 1e154, "b": 1e154}, y)  # squares overflow
     assert model.n_failed_rebuilds_ >= 1 and model.n_rebuilds_ == 0
     assert model.predict_one({"a": 1e154, "b": 1e154}) in (False, True)
+
+
+def test_a_row_near_the_float_limit_gives_no_floating_point_warning_when_the_solve_takes_it():
+    # the ramp solver takes a row of 1e200 (the RGD solves refuse it, saying so); the check that its
+    # solution is not zero squared that row and let NumPy's overflow warning out of learn_one
+    rng = np.random.default_rng(2)
+    model = RampSVMClassifier(rebuild_every=50, window_size=100, coreset_size=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(300):
+            y = bool(rng.random() < 0.5)
+            x = {"f0": 1e200, "f1": 1.0} if i == 250 else {f"f{j}": float(v) + (1.0 if y else -1.0)
+                                                             for j, v in enumerate(rng.normal(size=2))}
+            model.learn_one(x, y)
+    assert model.n_rebuilds_ == 6 and model.n_failed_rebuilds_ == 0
 
 
 def test_an_srht_sketch_wider_than_the_rows_is_capped_as_in_rgdsvc():

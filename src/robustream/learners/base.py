@@ -509,7 +509,11 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         except (ValueError, FloatingPointError) as exc:
             fit, context["error"] = None, f"{type(exc).__name__}: {exc}"
         row_units = self._COEF_IN_ROW_UNITS
-        if fit is not None and (not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, fit[3], row_units)):
+        with np.errstate(**_FP_POLICY):  # squares of a row near the float limit overflow: the check reads inf
+            unusable = fit is not None and (
+                not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, fit[3], row_units)
+            )
+        if unusable:
             fit, context["error"] = None, ("the solution is zero (up to rounding) or not finite: rows that give "
                                            "no direction, or features far from unit scale (standardise them)")
         return fit, context
