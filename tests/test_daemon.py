@@ -193,6 +193,44 @@ def test_state_refuses_what_is_not_on_the_allowlist():
         decode_state({"format": 99})
 
 
+def test_a_forged_state_cannot_change_the_daemons_own_code():
+    # a checkpoint must pass its checksum, so forging one needs the checkpoint directory; even then it
+    # may give a wrong model, never a different daemon (a review: through getattr, a state took the
+    # codec's globals and switched input validation off)
+    from robustream.daemon import codec
+
+    def node(n, t, **kw):
+        return {"t": t, "id": n, **kw}
+
+    decode_message = node(2, "global", module="robustream.daemon.codec", name="decode_message")
+    switch_off = node(3, "list", v=[node(4, "list", v=["finite_floats", node(5, "global", module="builtins",
+                                                                                name="bool")])])  # fmt: skip
+    via_getattr = node(0, "reduce", func=["builtins", "getattr"],
+                       args=node(1, "tuple", v=[decode_message, "__globals__"]),
+                       state=None, listitems=None, dictitems=switch_off)  # fmt: skip
+    with pytest.raises(StateError, match="builtins.getattr, which is not on the allowlist"):
+        decode_state({"format": 1, "root": via_getattr})
+    # the same dictionary as a "method" of the function, then filled as an OrderedDict's items
+    globals_as_method = node(0, "list", v=[node(1, "method", self=decode_message, name="__globals__")])
+    with pytest.raises(StateError, match="'__globals__' of a function: not one of its methods"):
+        decode_state({"format": 1, "root": globals_as_method})
+    with pytest.raises(StateError, match="'dumps' of a function: not one of its methods"):
+        decode_state({"format": 1, "root": node(0, "method", self=decode_message, name="dumps")})
+    # an enum member is the class's own object: a state would change it for every user of it
+    member = node(0, "reduce", func=["river.stream.twitch_chat_stream", "IrcMessage"], args=node(1, "tuple", v=[1]),
+                  state=node(2, "dict", v=[["_value_", 99]]))  # fmt: skip
+    with pytest.raises(StateError, match="state changes <IrcMessage.PASS: 1>.*not a new object"):
+        decode_state({"format": 1, "root": member})
+    from river.stream.twitch_chat_stream import IrcMessage
+
+    assert IrcMessage.PASS.value == 1
+    labels = codec.LabelSpace([0, 1])
+    with pytest.raises(codec.InvalidMessage, match="'x.a': inf is not a finite number"):
+        codec.decode_message(b'{"id": 1, "x": {"a": 1e999}}', labels=labels)
+    # what encode_state writes still loads: a bound method kept in a model's state
+    assert decode_state(encode_state({"f": labels.to_internal}))["f"](1) == labels.to_internal(1)
+
+
 def test_checkpoints_keep_the_last_k_and_fall_back_past_a_corrupt_one(tmp_path):
     store = CheckpointStore(tmp_path, keep=3)
     models = []

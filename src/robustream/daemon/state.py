@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import copyreg
+import enum
 import importlib
 import json  # noqa: F401 - used by the docstring example
 import math
@@ -38,7 +39,7 @@ ALLOWED_PREFIXES = ("river.", "robustream.")
 # Single globals outside them (module, qualified name).
 ALLOWED_GLOBALS = frozenset(
     [("builtins", n) for n in ("object", "float", "int", "str", "bool", "complex", "list", "dict", "set",
-                               "frozenset", "tuple", "bytes", "bytearray", "getattr", "slice", "range")]
+                               "frozenset", "tuple", "bytes", "bytearray", "slice", "range")]
     + [("copyreg", "__newobj__"), ("copyreg", "__newobj_ex__"), ("copyreg", "_reconstructor")]
     + [("collections", n) for n in ("OrderedDict", "defaultdict", "deque", "Counter")]
     + [("functools", "partial"), ("random", "Random"), ("operator", "itemgetter"), ("operator", "attrgetter")]
@@ -263,7 +264,13 @@ class _Decoder:
             flat = np.frombuffer(base64.b64decode(doc["v"]), dtype=np.dtype(doc["dtype"]))
             out = self.memo[n] = flat.reshape(doc["shape"]).copy()
         elif t == "method":
-            out = self.memo[n] = getattr(self.value(doc["self"]), doc["name"])
+            owner, name = self.value(doc["self"]), doc["name"]
+            # a bound method of the object and nothing else: an attribute such as a function's
+            # __globals__ would hand the state the daemon's own module dictionaries
+            out = getattr(owner, name, None) if isinstance(name, str) and not name.startswith("__") else None
+            if not callable(out) or getattr(out, "__self__", None) is not owner:
+                raise StateError(f"state refers to {name!r} of a {type(owner).__name__}: not one of its methods")
+            self.memo[n] = out
         elif t == "global":
             out = self.memo[n] = _resolve(doc["module"], doc["name"])
         elif t == "reduce":
@@ -271,6 +278,10 @@ class _Decoder:
             args = self.value(doc["args"])
             _check_constructor(func, args)
             out = self.memo[n] = func(*args)
+            if any(doc.get(k) is not None for k in ("state", "listitems", "dictitems")) and isinstance(
+                out, (type, types.ModuleType, types.FunctionType, enum.Enum)
+            ):  # not a new object (an enum member, a class a call handed back): changed for the whole process
+                raise StateError(f"state changes {out!r}, built by {doc['func'][0]}.{doc['func'][1]}: not a new object")
             state = self.value(doc["state"])
             if state is not None:
                 _set_state(out, state)
