@@ -210,7 +210,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     def learn_one(self, x: dict, y: Any, **kwargs) -> None:
         # Nothing changes until the wrapped model has taken the sample (or it is skipped): a sample
         # the wrapped model refuses (a label a binary learner cannot read) leaves no trace here.
-        stats, install = self._with_sample(x, y)
+        stats, n, install = self._with_sample(x, y)
         score = self._ordi(*stats, y)
         n_seen = self.n_seen_ + 1
         skip = False
@@ -218,7 +218,6 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         if score > -math.inf:
             # dψ shrinks like 1/n and the bound grows like n (through β), n the samples in the
             # statistics: rescaled, the scores of samples that arrived at different times are comparable
-            n = n_seen if self.memory is None else min(len(self._kept) + 1, self.memory)
             scaled = score * n if self.score == "exact" else score / n
             # +inf ("keep": the bound says nothing) is never skipped
             if scaled < math.inf and n_seen > self.grace_period and y in self._taught:
@@ -252,7 +251,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     # -- statistics -------------------------------------------------------------------------------
     def _vector(self, x: dict) -> tuple[np.ndarray, list]:
         """``(v, new)``: the sample over the known features followed by its ``new`` keys (in
-        canonical order, the order :meth:`_grow` adds them in); ValueError naming a feature that is
+        canonical order, the order they join ``features_`` in); ValueError naming a feature that is
         not a finite number."""
         x = numeric_row(x, x, drop_zeros=False)
         new = sorted((k for k in x if k not in self._index), key=key_order)
@@ -262,24 +261,11 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             v[self._index[k] if k in self._index else extra[k]] = value
         return v, new
 
-    def _grow(self, k: int) -> None:
-        self.mean_ = np.pad(self.mean_, (0, k))
-        if self._kept:
-            self._kept = deque((np.pad(row, (0, k)), c) for row, c in self._kept)
-        for c in self.class_sums_:
-            self.class_sums_[c] = np.pad(self.class_sums_[c], (0, k))
-        if self.score == "exact":
-            self.scatter_ = np.pad(self.scatter_, ((0, k), (0, k)))
-            # a new feature was 0 in every past sample: its scatter row is 0, its inverse is 1/ridge
-            self.ridge_inverse_ = np.pad(self.ridge_inverse_, ((0, k), (0, k)))
-            n = self.ridge_inverse_.shape[0]
-            idx = np.arange(n - k, n)
-            self.ridge_inverse_[idx, idx] = 1.0 / self.ridge
-
     def _with_sample(self, x: dict, y: Any):
-        """``(stats, install)``: the statistics with ``(x, y)`` included (and, with ``memory``, the
+        """``(stats, n, install)``: the statistics with ``(x, y)`` included (and, with ``memory``, the
         oldest kept sample removed when the memory is full), ``(phi, mean, inverse, counts, sums)``,
-        computed on copies; ``install()`` makes them the filter's (new features included)."""
+        computed on copies; ``n`` the samples they cover; ``install()`` makes them the filter's (new
+        features included)."""
         v, new = self._vector(x)
         d = v.size
         pad = d - self.mean_.size
@@ -308,11 +294,11 @@ class ORDIFilter(base.Wrapper, base.Classifier):
             inverse = inv - (c / (1.0 + c * float(u @ g))) * np.outer(g, g)
 
         def install() -> None:
-            if new:
-                for k in new:
-                    self._index[k] = len(self.features_)
-                    self.features_.append(k)
-                self._grow(len(new))  # the kept samples' rows; the statistics are replaced below
+            for k in new:
+                self._index[k] = len(self.features_)
+                self.features_.append(k)
+            if new and self._kept:  # the kept rows over the new features too (0 there)
+                self._kept = deque((np.pad(row, (0, len(new))), c) for row, c in self._kept)
             if self.score == "exact":
                 self.scatter_, self.ridge_inverse_ = scatter, inverse
             self.mean_ = new_mean
@@ -323,7 +309,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
                     self._kept.popleft()
                 self._kept.append((v, y))
 
-        return (v - new_mean, new_mean, inverse, counts, sums), install
+        return (v - new_mean, new_mean, inverse, counts, sums), n + 1, install
 
     def _without_oldest(self, d: int, mean, scatter, inv, counts: dict, sums: dict):
         """``(mean, scatter, inverse)`` of the kept samples without the oldest; ``counts`` and
