@@ -43,18 +43,25 @@ def test_end_to_end_every_id_exactly_once_and_metrics_agree(broker, tmp_path):
     good = labelled_messages(1500)
     unlabelled = [(f"u{i}", json.dumps({"id": f"u{i}", "x": {"f0": 0.5, "f1": -0.2}}).encode()) for i in range(50)]
     bad = _bad_messages()
-    produce(broker.bootstrap_servers, IN, good + unlabelled + bad)
-    total = len(good) + len(unlabelled) + len(bad)
+    # valid JSON the learner refuses to learn (its solves cannot square the value): a dead letter, not a crash
+    refused = [("big", json.dumps({"id": "big", "x": {"f0": 1e300, "f1": 0.0}, "y": 1}).encode())]
+    produce(broker.bootstrap_servers, IN, good[:700] + refused + good[700:] + unlabelled + bad)
+    total = len(good) + len(unlabelled) + len(bad) + len(refused)
     with DaemonThread(serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--checkpoint-every", "400")) as d:
         d.wait_processed(total)
         text = scrape(d.daemon.metrics_port)
         assert d.stop() == 0
     preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(good) + len(unlabelled))
-    dlq = read_topic(broker.bootstrap_servers, DLQ, expect=len(bad))
+    dlq = read_topic(broker.bootstrap_servers, DLQ, expect=len(bad) + len(refused))
     seen = _ids(preds) + _ids(dlq)
-    assert set(seen) == {k for k, _ in good + unlabelled + bad}
+    assert set(seen) == {k for k, _ in good + unlabelled + bad + refused}
     assert max(seen.values()) == 1
-    assert _ids(dlq) == Counter(k for k, _ in bad)
+    assert _ids(dlq) == Counter(k for k, _ in bad + refused)
+    big = json.loads(next(r.value for r in dlq if r.key == b"big"))
+    assert "processing failed: ValueError: feature 'f0' is 1e+300, larger in absolute value" in big["error"]
+    source = next(r for r in read_topic(broker.bootstrap_servers, IN, expect=total) if r.key == b"big")
+    assert (big["partition"], big["offset"]) == (source.partition, source.offset)
+    assert d.daemon.model.n_failed_rebuilds_ == 0  # learned, the row failed every rebuild for a window
 
     out = [json.loads(r.value) for r in preds]
     labelled_out = [o for o in out if not str(o["id"]).startswith("u")]
@@ -71,7 +78,7 @@ def test_end_to_end_every_id_exactly_once_and_metrics_agree(broker, tmp_path):
         assert name in names or f"{name}_count" in names or name == "robustream_consumer_lag_messages", name
     assert any(n == "robustream_consumer_lag_messages" for n, _ in samples)
     outcome = {dict(lbl)["outcome"]: v for (n, lbl), v in samples.items() if n == "robustream_messages_total"}
-    assert outcome == {"ok": len(good), "predict_only": len(unlabelled), "invalid": len(bad), "dead_letter": 0}
+    assert outcome == {"ok": len(good), "predict_only": len(unlabelled), "invalid": len(bad), "dead_letter": 1}
     assert samples[("robustream_samples_learned_total", ())] == len(good)
     assert samples[("robustream_outliers_total", ())] == sum(bool(o.get("outlier")) for o in out)
     assert samples[("robustream_model_version", ())] == d.daemon.model.n_rebuilds_ >= 5

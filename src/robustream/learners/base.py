@@ -233,6 +233,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     """
 
     _COEF_IN_ROW_UNITS = True  # the solution is a combination of rows (False: a hinge model's margin scale)
+    # the largest |value| a row may have to be learned: a solve that refuses larger values would fail
+    # on every rebuild while the row is buffered (about a window), so such a row is refused up front
+    _LARGEST_VALUE = math.inf
 
     def _init_state(self) -> None:
         """Validate the buffer parameters every learner has, then start from an empty model."""
@@ -324,6 +327,13 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
         row = numeric_row(x, self._canonical_keys)
+        limit = self._LARGEST_VALUE
+        # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test here
+        if math.hypot(*row.values()) > limit and (too_large := [k for k, v in row.items() if abs(v) > limit]):
+            k = too_large[0]
+            raise ValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} "
+                             f"{type(self).__name__}'s solve can take; rescale the features (for example, "
+                             f"standardise them)")
         self._before_learn(row, sign)
         self._buffer.append(row, sign, self._canonical_keys)
         self._untested_rows += 1

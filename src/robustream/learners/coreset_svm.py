@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..solver import check_polish, solve
+from ..solver import VALUE_RANGE, check_polish, solve
 from .base import DRIFT_THRESHOLD, RebuildingLinearClassifier
 
 
@@ -28,6 +28,8 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy()).get() > 0.8
     True
     """
+
+    _LARGEST_VALUE = VALUE_RANGE[1]
 
     def __init__(
         self,

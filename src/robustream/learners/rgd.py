@@ -16,6 +16,7 @@ from ..solver import (
     AUTO_RATES,
     AUTO_SIDES,
     FULL_GRAM_ROWS,
+    VALUE_RANGE,
     calls_each_class,
     check_polish,
     contradicts_one_side,
@@ -197,6 +198,8 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     >>> metric.get() > 0.85
     True
     """
+
+    _LARGEST_VALUE = VALUE_RANGE[1]
 
     def __init__(
         self,
