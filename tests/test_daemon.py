@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -382,6 +383,22 @@ def test_a_checkpoint_dir_that_cannot_hold_checkpoints_is_a_start_up_error(tmp_p
         assert f"robustream serve: error: --checkpoint-dir {where}: cannot keep checkpoints there ({problem})" in err
 
 
+def test_a_checkpoint_folder_is_held_by_one_daemon_until_it_lets_go(tmp_path):
+    from robustream.daemon.checkpoint import FolderInUse
+
+    first = CheckpointStore(tmp_path, exclusive=True)
+    stale = tmp_path / ".checkpoint-000000000001.json.123.tmp"  # as if the first were writing a checkpoint
+    stale.write_text("")
+    with pytest.raises(FolderInUse, match=rf"in use by another robustream daemon \(pid {os.getpid()} on "):
+        CheckpointStore(tmp_path, exclusive=True)
+    assert stale.exists()  # refused before it could remove the first one's temp files
+    CheckpointStore(tmp_path).save(RGDSVMClassifier(), {("in", 0): 1})  # a reader or a tool needs no lock
+    first.release()
+    second = CheckpointStore(tmp_path, exclusive=True)
+    assert not stale.exists() and second.load_latest().offsets == {("in", 0): 1}
+    second.release()
+
+
 def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_the_flush_ends(tmp_path):
     # a topic this daemon may not write to (an ACL) refuses every record; tansu has no ACLs, so the producer
     # here answers as kafka-python's does for such a topic. Before: the flush re-sent on a new producer until
@@ -504,7 +521,7 @@ def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_star
     # its state refers to copy.deepcopy: written, it could never be loaded back
     with pytest.raises(ValueError, match="SoftmaxRegression: the model cannot be checkpointed .*copy.deepcopy"):
         daemon("--learner", "river:SoftmaxRegression", "--labels", "0,1,2")
-    assert not list(tmp_path.iterdir())  # nothing written
+    assert [p.name for p in tmp_path.iterdir()] == ["daemon.lock"]  # nothing written but the folder's lock
     # the start-up trial of a learner with rebuild_lag does not start the rebuild worker process
     from robustream.learners import rebuild_worker
 

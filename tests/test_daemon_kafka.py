@@ -5,6 +5,8 @@ HTTP, two daemons in one group."""
 import json
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -440,6 +442,29 @@ def test_after_a_fallback_work_another_daemon_committed_since_is_not_redone(brok
         time.sleep(3)
         assert a.daemon.n_processed == 100
         assert a.stop() == 0
+
+
+def test_a_second_daemon_on_the_same_checkpoint_folder_is_refused_and_the_first_goes_on(broker, tmp_path):
+    # sharing a folder, each daemon's checkpoints overwrote and deleted the other's (same sequence
+    # numbers, the last `keep`), and a restart could load the other member's model and offsets
+    messages = labelled_messages(600)
+    produce(broker.bootstrap_servers, IN, messages)
+    port = free_port()
+    first = start_daemon_process(serve_args(broker.bootstrap_servers, tmp_path / "ckpt", metrics_port=port),
+                                 tmp_path / "first.log")  # fmt: skip
+    try:
+        wait_for_metric(port, "robustream_messages_total", 1)
+        second = subprocess.run([sys.executable, "-m", "robustream.cli",
+                                 *serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--group-id", "g2")],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert second.returncode == 2, second.stderr
+        assert (f"--checkpoint-dir {tmp_path / 'ckpt'}: in use by another robustream daemon (pid {first.pid} on "
+                in second.stderr), second.stderr  # fmt: skip
+        wait_for_metric(port, "robustream_messages_total", len(messages))
+        assert _sigterm_exits_0(first, tmp_path / "first.log") < 30
+    finally:
+        first.kill()
+    assert sum(CheckpointStore(tmp_path / "ckpt").load_latest().offsets.values()) == len(messages)
 
 
 def test_two_daemons_in_one_group_share_the_partitions_and_account_for_every_id(broker, tmp_path):

@@ -5,6 +5,9 @@ Each checkpoint is one file ``checkpoint-<sequence>.json`` in the robustream fil
 The last ``keep`` files are kept. :meth:`CheckpointStore.load_latest` walks from the newest to
 the oldest and skips (and reports) any file that fails its checksum or cannot be rebuilt; it renames
 such a file to ``checkpoint-<sequence>.json.corrupt``, so it no longer counts among the kept ones.
+A daemon opens its folder with ``exclusive=True``: a lock (``flock`` on ``daemon.lock``, let go when
+the process ends, even by ``kill -9``) keeps a second daemon out, whose checkpoints would otherwise
+overwrite and delete the first one's.
 
 >>> import tempfile
 >>> from river import linear_model
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -26,9 +30,15 @@ from typing import Any, Callable
 from .. import persist
 from .state import StateError, decode_state, encode_state
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; one daemon per folder is then up to the user
+    fcntl = None
+
 CHECKPOINT_FORMAT = "robustream-checkpoint"
 COMMITS_FORMAT = "robustream-commits"
 COMMITS_FILE = "committed-offsets.json"
+LOCK_FILE = "daemon.lock"
 _NAME = re.compile(r"^checkpoint-(\d{12})\.json$")
 
 log = logging.getLogger("robustream.daemon")
@@ -42,19 +52,34 @@ class Checkpoint:
     path: Path | None = None
 
 
-class CheckpointStore:
-    """A directory of numbered checkpoints; the newest readable one wins."""
+class FolderInUse(ValueError):
+    """Another process holds the folder's lock."""
 
-    def __init__(self, directory: str | os.PathLike, keep: int = 3):
+
+class CheckpointStore:
+    """A directory of numbered checkpoints; the newest readable one wins.
+
+    ``exclusive``: hold the folder's lock until :meth:`release` (FolderInUse if another process
+    holds it); readers that only look at a folder leave it False.
+    """
+
+    def __init__(self, directory: str | os.PathLike, keep: int = 3, exclusive: bool = False):
         if keep < 1:
             raise ValueError(f"keep must be at least 1, got {keep!r}")
         self.directory = Path(directory)
         self.keep = keep
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_folder(self.directory) if exclusive else None  # before the temp files go: they may be its
         # temp files of writes cut short (kill -9 between the write and the rename): never read, so removed
         for pattern in (".checkpoint-*.tmp", f".{COMMITS_FILE}.*.tmp"):
             for stale in self.directory.glob(pattern):
                 stale.unlink(missing_ok=True)
+
+    def release(self) -> None:
+        """Let go of the folder's lock (closing the file does)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def paths(self) -> list[Path]:
         """Checkpoint files, oldest first."""
@@ -121,3 +146,26 @@ class CheckpointStore:
                 continue
             return Checkpoint(model, offsets, meta, path)
         return None
+
+
+def _lock_folder(directory: Path):
+    """The open lock file of ``directory``, locked; FolderInUse naming the holder if another process has it."""
+    lock = open(directory / LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 - held open until release
+    if fcntl is None:
+        return lock
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "a process that wrote no pid yet"
+        lock.close()
+        raise FolderInUse(f"in use by another robustream daemon ({holder}); give each daemon its own "
+                          f"folder") from None
+    except BaseException:
+        lock.close()
+        raise
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+    lock.flush()
+    return lock

@@ -46,7 +46,7 @@ from kafka.structs import OffsetAndMetadata
 from prometheus_client import start_http_server
 
 from ..learners.registry import learner_flags, make_learner, trial_learner
-from .checkpoint import CheckpointStore
+from .checkpoint import CheckpointStore, FolderInUse
 from .clients import QuietWhileClosing, close_client
 from .state import StateError, decode_state, encode_state
 from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json, encode_prediction
@@ -246,50 +246,56 @@ class Daemon:
             if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG:
                 settings.setdefault("bootstrap_timeout_ms", 5000)
         try:
-            self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep)
+            self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep, exclusive=True)
             with tempfile.TemporaryFile(dir=cfg.checkpoint_dir):  # writable: found now, not at the first checkpoint
                 pass
+        except FolderInUse as exc:
+            raise ValueError(f"--checkpoint-dir {cfg.checkpoint_dir}: {exc}") from None
         except OSError as exc:
             problem = "a file, not a folder" if os.path.isfile(cfg.checkpoint_dir) else exc.strerror or str(exc)
             raise ValueError(f"--checkpoint-dir {cfg.checkpoint_dir}: cannot keep checkpoints there ({problem})") from None
-        self._fell_back = False
-        # after a fallback to an older checkpoint: the partitions this member may take back to that
-        # checkpoint's offsets, each decided once (see _seek_to_checkpoint)
-        self._rewind: set[tuple[str, int]] = set()
-        self._own_commits = self.store.load_commits()  # what this daemon last committed, per partition
-        self._failed_step = ""
-        self._stop = threading.Event()
-        self.consumer: KafkaConsumer | None = None
-        self.producer: KafkaProducer | None = None
-        self.metrics_server = None
-        self.metrics_port: int | None = None
-        # which record sits just before each checkpointed offset: [timestamp, crc32 of the value]; a
-        # partition whose record there differs was re-created (see _seek_to_checkpoint)
-        self.checkpoint_marks: dict[tuple[str, int], list[int]] = {}
-        self._last_marks: dict[tuple[str, int], list[int]] = {}  # of the last record processed per partition
-        self._verifying: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (checkpoint offset, group's)
-        self._past_end_since: dict[TopicPartition, float] = {}  # position seen past the fetch's high watermark
-        self._commit_error: KafkaError | None = None
-        self._refusals = _RateLimitedLog(log, REPEAT_SECONDS)  # a topic refusing everything: one line a minute
-        self.model, self.checkpoint_offsets = self._restore()
-        self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
-        self._pending: list[_Output] = []  # sends not yet confirmed
-        self._producer_failed = False  # to be replaced once its records in flight are settled
-        self._newly_assigned: set[TopicPartition] = set()
-        self._since_checkpoint = 0
-        self._last_checkpoint = time.monotonic()
-        self._retry_at = 0.0
-        self._backoff = 0.5
-        self._recent = collections.deque(maxlen=cfg.accuracy_window)
-        self._recent_correct = 0
-        self._tally = BatchTally()  # the current poll batch's metric updates (DaemonMetrics.publish)
-        self._decode = functools.partial(decode_message, labels=self.labels, max_bytes=cfg.max_message_bytes,
-                                         max_features=cfg.max_features)  # fmt: skip
-        self._parts = _binary_parts(self.model)  # looked up per message only when they may change
-        self._parts_may_change = _members_may_change(self.model)
-        self.n_processed = 0
-        self.n_learned = getattr(self, "_restored_learned", 0)
-        self._publish_model_gauges()
+        try:
+            self._fell_back = False
+            # after a fallback to an older checkpoint: the partitions this member may take back to that
+            # checkpoint's offsets, each decided once (see _seek_to_checkpoint)
+            self._rewind: set[tuple[str, int]] = set()
+            self._own_commits = self.store.load_commits()  # what this daemon last committed, per partition
+            self._failed_step = ""
+            self._stop = threading.Event()
+            self.consumer: KafkaConsumer | None = None
+            self.producer: KafkaProducer | None = None
+            self.metrics_server = None
+            self.metrics_port: int | None = None
+            # which record sits just before each checkpointed offset: [timestamp, crc32 of the value]; a
+            # partition whose record there differs was re-created (see _seek_to_checkpoint)
+            self.checkpoint_marks: dict[tuple[str, int], list[int]] = {}
+            self._last_marks: dict[tuple[str, int], list[int]] = {}  # of the last record processed per partition
+            self._verifying: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (checkpoint offset, group's)
+            self._past_end_since: dict[TopicPartition, float] = {}  # position seen past the fetch's high watermark
+            self._commit_error: KafkaError | None = None
+            self._refusals = _RateLimitedLog(log, REPEAT_SECONDS)  # a topic refusing everything: one line a minute
+            self.model, self.checkpoint_offsets = self._restore()
+            self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
+            self._pending: list[_Output] = []  # sends not yet confirmed
+            self._producer_failed = False  # to be replaced once its records in flight are settled
+            self._newly_assigned: set[TopicPartition] = set()
+            self._since_checkpoint = 0
+            self._last_checkpoint = time.monotonic()
+            self._retry_at = 0.0
+            self._backoff = 0.5
+            self._recent = collections.deque(maxlen=cfg.accuracy_window)
+            self._recent_correct = 0
+            self._tally = BatchTally()  # the current poll batch's metric updates (DaemonMetrics.publish)
+            self._decode = functools.partial(decode_message, labels=self.labels, max_bytes=cfg.max_message_bytes,
+                                             max_features=cfg.max_features)  # fmt: skip
+            self._parts = _binary_parts(self.model)  # looked up per message only when they may change
+            self._parts_may_change = _members_may_change(self.model)
+            self.n_processed = 0
+            self.n_learned = getattr(self, "_restored_learned", 0)
+            self._publish_model_gauges()
+        except BaseException:  # a half-made daemon lets go of the folder (a test may make the next one)
+            self.store.release()
+            raise
 
     # -- model -----------------------------------------------------------------------------------
     def _learner_meta(self) -> dict:
@@ -929,6 +935,7 @@ class Daemon:
             self.close()
 
     def close(self) -> None:
+        """Close the clients and the metrics server and let go of the checkpoint folder."""
         for name in ("consumer", "producer"):
             client = getattr(self, name)
             if client is not None:
@@ -939,6 +946,7 @@ class Daemon:
             self.metrics_server.shutdown()
             self.metrics_server.server_close()
             self.metrics_server = None
+        self.store.release()
 
 
 def run_serve(args, parser=None) -> int:
