@@ -39,3 +39,20 @@ def test_mnist_one_vs_rest_example():
                 if line.startswith(("RGDSVMClassifier", "LogisticRegression"))}  # fmt: skip
     assert set(accuracy) == {"RGDSVMClassifier", "LogisticRegression"}
     assert accuracy["RGDSVMClassifier"] > 0.8  # measured 0.849 (LogisticRegression 0.825)
+
+
+def _readme_python_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+@pytest.mark.parametrize("index", range(len(_readme_python_blocks())))
+def test_every_python_snippet_of_the_readme_runs_as_written(index, tmp_path):
+    # a user copies them into a file: the streaming one named a `stream` it never defined (a review)
+    code = _readme_python_blocks()[index]
+    if "load(" in code:
+        require_shared("breast-cancer_scale.xz")
+    script = tmp_path / "snippet.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
