@@ -314,7 +314,22 @@ def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
         (["--labels", "NaN,1"], {}, "--labels: 'NaN' is not a finite number"),
         (["--param", "clip_gradient=Infinity"], {}, "--param 'clip_gradient=Infinity': 'Infinity' is not a finite"),
         (["--param", "l2=1e400"], {}, "--param 'l2=1e400': '1e400' is not a finite number"),
-        (["--shutdown-timeout", "1.5"], {}, "--shutdown-timeout: must be at least 2 seconds, got 1.5"),
+        (["--shutdown-timeout", "1.5"], {}, "--shutdown-timeout: must be 2 to 86400 seconds, got 1.5"),
+        # accepted before, then misread, retried for ever, or a traceback at the stop (a review)
+        (["--shutdown-timeout", "1e10"], {}, "--shutdown-timeout: must be 2 to 86400 seconds, got 10000000000.0"),
+        (["--max-features", "0"], {}, "--max-features: must be at least 1, got 0"),
+        (["--max-message-bytes", "0"], {}, "--max-message-bytes: must be at least 1, got 0"),
+        (["--poll-timeout-ms", "0"], {}, "--poll-timeout-ms: must be at least 1, got 0"),
+        (["--poll-timeout-ms", "30000"], {}, "--poll-timeout-ms: must be at most half of --shutdown-timeout (20 s)"),
+        (["--bootstrap-servers", "127.0.0.1:99999"], {}, "--bootstrap-servers: '127.0.0.1:99999': the port must be"),
+        (["--bootstrap-servers", "host:notaport"], {}, "--bootstrap-servers: 'host:notaport': the port must be"),
+        (["--bootstrap-servers", "a:1,,b:2"], {}, "--bootstrap-servers: '' in 'a:1,,b:2': expected host:port"),
+        (["--security-protocol", "SASL_SSL"], {}, "--sasl-mechanism: required with --security-protocol SASL_SSL"),
+        (["--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "PLAIN", "--sasl-plain-username", "u"], {},
+         "--sasl-plain-password: required with --sasl-mechanism PLAIN"),
+        (["--security-protocol", "SSL", "--ssl-cafile", "/nonexistent/ca.pem"], {},
+         "--ssl-cafile /nonexistent/ca.pem: cannot read (No such file or directory)"),
+        (["--kafka-option", "auto_offset_reset=bogus"], {}, "--kafka-option auto_offset_reset: expected earliest or"),
     ],
 )
 def test_bad_options_name_the_option(argv, env, message):
@@ -331,7 +346,8 @@ def test_numbers_from_a_toml_file_are_not_truncated_and_choices_are_case_blind(t
     path.write_text("checkpoint-every = 2.0\nmetrics-port = true\n")
     with pytest.raises(ValueError, match="--metrics-port .*got True"):
         resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
-    path.write_text("checkpoint-every = 2.0\nsecurity-protocol = 'sasl_ssl'\nlog-level = 'debug'\n")
+    path.write_text("checkpoint-every = 2.0\nsecurity-protocol = 'sasl_ssl'\nlog-level = 'debug'\n"
+                    "sasl-mechanism = 'gssapi'\n")
     cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
     assert (cfg.checkpoint_every, cfg.security_protocol, cfg.log_level) == (2, "SASL_SSL", "DEBUG")
 
@@ -359,6 +375,10 @@ def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_th
     path.write_text('input-topic = ["a", "b"]\n')
     with pytest.raises(ValueError, match="--input-topic .*expected a non-empty string"):
         resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    # a param table keeps the TOML types: a list was its Python repr (a string), "123" became 123
+    path.write_text('param = { nominal_attributes = ["color", "shape"], name = "123", on = true, sub = { a = 1 } }\n')
+    cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    assert cfg.learner_params == {"nominal_attributes": ["color", "shape"], "name": "123", "on": True, "sub": {"a": 1}}
 
 
 def test_a_metrics_host_that_does_not_resolve_is_named(tmp_path, capsys):
@@ -369,6 +389,11 @@ def test_a_metrics_host_that_does_not_resolve_is_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "robustream serve: error: --metrics-host no-such-host.invalid: cannot listen (" in err
+    # an address of another machine: the host is wrong, not the port
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--metrics-host", "192.0.2.1", "--metrics-port", "0"]
+    code = run_serve(build_parser().parse_args(argv))
+    err = capsys.readouterr().err
+    assert code == 2 and "robustream serve: error: --metrics-host 192.0.2.1: cannot listen (" in err, err
 
 
 def test_a_checkpoint_dir_that_cannot_hold_checkpoints_is_a_start_up_error(tmp_path, capsys):

@@ -37,6 +37,28 @@ def test_demo_rejects_a_bad_dataset_with_one_line():
     assert "Traceback" not in done.stderr
 
 
+def test_demo_and_broker_options_a_user_gets_wrong_are_named():
+    import socket
+
+    with socket.socket() as busy:  # a port in use
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = [
+            (["demo", "--max-samples", "-5"], "robustream demo: error: --max-samples: must be at least 1, got -5"),
+            (["demo", "--seed", "-1"], "robustream demo: error: --seed: must be at least 0, got -1"),
+            (["demo", "--dataset", "synthetic", "--metrics-port", str(port)],
+             f"robustream demo: error: --metrics-port {port}: cannot listen (Address already in use)"),
+            (["broker", "--host", "no-such-host.invalid", "--port", "0"],
+             "robustream broker: error: --host no-such-host.invalid: cannot be resolved"),
+        ]  # before: all rows but the last 5; "expected non-negative integer"; "[Errno 98]"; a traceback
+        for argv, message in cases:
+            done = subprocess.run([sys.executable, "-m", "robustream.cli", *argv], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=120)  # fmt: skip
+            assert done.returncode == 2 and "Traceback" not in done.stderr, (argv, done.stderr[-2000:])
+            assert done.stderr.startswith(message), (argv, done.stderr)
+
+
 def test_producer_and_consumer_examples_around_a_running_daemon(broker, tmp_path):
     clean_file = tmp_path / "clean.json"
     out = _run("examples/produce_noisy.py", "--bootstrap-servers", broker.bootstrap_servers, "--topic", "in",

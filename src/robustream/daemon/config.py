@@ -10,6 +10,7 @@ environment and a list or a table in the file.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -46,7 +47,8 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("param", "list", [], "learner parameter key=value (repeatable)"),
     ("max-features", "int", 10000, "messages with more features go to the dead-letter topic"),
     ("max-message-bytes", "int", 1_000_000, "larger messages go to the dead-letter topic"),
-    ("labels", "csv", ["0", "1"], "allowed label values; with two, the second is the positive class"),
+    ("labels", "csv", ["0", "1"], "allowed label values; with two, the second is the positive class "
+                                  "(negative values after '=': --labels=-1,1)"),
     ("accuracy-window", "int", 1000, "labelled messages in the prequential accuracy window"),
     ("poll-timeout-ms", "int", 500, "longest wait for a batch of messages"),
     ("max-poll-records", "int", 500, "largest batch of messages"),
@@ -222,6 +224,10 @@ def kafka_option_value(key: str, text: str) -> Any:
         value = parse_value(text)
         if not isinstance(value, bool):
             problem = f"expected true or false, got {text!r}"
+    elif key == "auto_offset_reset":
+        value = text.lower()
+        if value not in ("earliest", "latest"):  # kafka-python reads anything else as "none": no consuming
+            problem = f"expected earliest or latest, got {text!r}"
     elif key not in _OBJECT_SETTINGS and (default is None or isinstance(default, str)):
         value = text  # names, paths, passwords: kept as written ("123" stays a string)
     else:
@@ -265,8 +271,8 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
                 raise ValueError
             return items
         if kind == "list":
-            if isinstance(raw, dict):
-                return [f"{k}={_toml_text(v)}" for k, v in raw.items()]
+            if isinstance(raw, dict):  # a TOML table: its values are typed already, JSON keeps their types
+                return [f"{k}={json.dumps(v, allow_nan=False)}" for k, v in raw.items()]
             if isinstance(raw, str):
                 return [v.strip() for v in raw.split(",") if v.strip()]
             return [str(v) for v in raw]
@@ -329,11 +335,18 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
             values[dest] = values[dest].upper()
             if values[dest] not in allowed:
                 raise ValueError(f"--{flag}: expected one of {', '.join(allowed)}, got {values[dest]!r}")
-    for flag in ("checkpoint-every", "checkpoint-keep", "accuracy-window", "max-poll-records"):
-        if values[_dest(flag)] < 1:
+    for flag in ("checkpoint-every", "checkpoint-keep", "accuracy-window", "max-poll-records", "max-features",
+                 "max-message-bytes", "poll-timeout-ms"):  # fmt: skip
+        if values[_dest(flag)] < 1:  # 0 would send every message to the dead letters, or spin on polls
             raise ValueError(f"--{flag}: must be at least 1, got {values[_dest(flag)]}")
-    if values["shutdown_timeout"] < 2:  # the final flush and checkpoint get half of it, and at least 1 s
-        raise ValueError(f"--shutdown-timeout: must be at least 2 seconds, got {values['shutdown_timeout']}")
+    if not 2 <= values["shutdown_timeout"] <= MAX_SHUTDOWN_TIMEOUT:  # the final flush and checkpoint get half
+        raise ValueError(f"--shutdown-timeout: must be 2 to {MAX_SHUTDOWN_TIMEOUT} seconds, got "
+                         f"{values['shutdown_timeout']}")  # fmt: skip
+    if values["poll_timeout_ms"] > 500 * values["shutdown_timeout"]:  # a stop waits for the poll in progress
+        raise ValueError(f"--poll-timeout-ms: must be at most half of --shutdown-timeout "
+                         f"({values['shutdown_timeout']:g} s), got {values['poll_timeout_ms']}")  # fmt: skip
+    check_bootstrap_servers(values["bootstrap_servers"])
+    _check_security(values)
     if values["metrics_port"] > 65535:
         raise ValueError(f"--metrics-port: expected a port number 0-65535, got {values['metrics_port']}")
     cfg = ServeConfig(values)
@@ -341,6 +354,54 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     cfg.learner_params  # noqa: B018 - validate key=value now
     cfg.kafka_settings()
     return cfg
+
+
+MAX_SHUTDOWN_TIMEOUT = 86400  # the stop's watchdog timer takes no more than threading.TIMEOUT_MAX
+
+
+def check_bootstrap_servers(text: str) -> None:
+    """``host[:port]`` entries separated by commas (an IPv6 address with a port in brackets), each port
+    1-65535; ValueError naming ``--bootstrap-servers`` otherwise.
+
+    >>> check_bootstrap_servers("broker-1:9092,[::1]:9093,broker-2")
+    >>> check_bootstrap_servers("127.0.0.1:99999")
+    Traceback (most recent call last):
+    ...
+    ValueError: --bootstrap-servers: '127.0.0.1:99999': the port must be 1-65535
+    """
+    for entry in text.split(","):
+        entry = entry.strip()
+        if entry.startswith("["):
+            host, _, rest = entry[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else None
+        elif entry.count(":") == 1:
+            host, port = entry.split(":")
+        else:  # a name, or an IPv6 address without a port
+            host, port = entry, None
+        if not host:
+            raise ValueError(f"--bootstrap-servers: {entry!r} in {text!r}: expected host:port")
+        if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            raise ValueError(f"--bootstrap-servers: {entry!r}: the port must be 1-65535")
+
+
+def _check_security(values: dict[str, Any]) -> None:
+    """Settings kafka-python would take and then fail with at every connection (a retry loop that
+    looks like a broker outage): SASL without its mechanism or credentials, unreadable SSL files."""
+    protocol, mechanism = values["security_protocol"], values["sasl_mechanism"]
+    if protocol.startswith("SASL") and mechanism is None:
+        raise ValueError(f"--sasl-mechanism: required with --security-protocol {protocol}")
+    if protocol.startswith("SASL") and mechanism is not None and (mechanism == "PLAIN" or mechanism.startswith("SCRAM")):
+        for flag in ("sasl-plain-username", "sasl-plain-password"):
+            if values[_dest(flag)] is None:
+                raise ValueError(f"--{flag}: required with --sasl-mechanism {mechanism}")
+    for flag in ("ssl-cafile", "ssl-certfile", "ssl-keyfile"):
+        path = values[_dest(flag)]
+        if path is not None:
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                raise ValueError(f"--{flag} {path}: cannot read ({exc.strerror or exc})") from None
 
 
 def check_labels(labels: list[Any], texts: list[str] | None = None) -> None:

@@ -85,8 +85,10 @@ def run_demo(args) -> int:
 
 def _run_demo(args) -> int:
     try:
-        if args.partitions < 1:
-            raise ValueError(f"--partitions: must be at least 1, got {args.partitions}")
+        for flag, value, least in (("--partitions", args.partitions, 1), ("--max-samples", args.max_samples, 1),
+                                   ("--seed", args.seed, 0)):  # fmt: skip
+            if value < least:  # a negative --max-samples was a slice: all rows but the last few
+                raise ValueError(f"{flag}: must be at least {least}, got {value}")
         dataset = _pick_dataset(args.dataset)
         messages = list(dataset_messages(dataset, flip=args.flip, seed=args.seed, max_samples=args.max_samples))
     except (ValueError, OSError) as exc:
@@ -118,9 +120,14 @@ def _run_demo(args) -> int:
         try:
             cfg = resolve(build_parser().parse_args(["serve", *argv]), environ={})
             daemon = Daemon(cfg)
-            port = daemon.start_metrics()
         except (ValueError, OSError, OverflowError) as exc:
             print(f"robustream demo: error: {exc}", file=sys.stderr)
+            return 2
+        try:
+            port = daemon.start_metrics()
+        except OSError as exc:
+            print(f"robustream demo: error: --metrics-port {args.metrics_port}: cannot listen ({exc.strerror or exc})",
+                  file=sys.stderr)  # fmt: skip
             return 2
         print(f"embedded broker (tansu) on {broker.bootstrap_servers}; "
               f"metrics on http://127.0.0.1:{port}/metrics")  # fmt: skip

@@ -194,6 +194,10 @@ def run_broker(args) -> int:
         if args.host in ("0.0.0.0", "::", ""):
             raise ValueError(f"--host {args.host!r}: clients are told to connect to this address; give one they "
                              "can reach (e.g. 127.0.0.1 or this machine's name)")  # fmt: skip
+        try:
+            socket.getaddrinfo(args.host, None)
+        except (socket.gaierror, UnicodeError) as exc:
+            raise ValueError(f"--host {args.host}: cannot be resolved ({exc})") from None
     except ValueError as exc:
         print(f"robustream broker: error: {exc}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ Nothing here depends on a particular broker: it is plain kafka-python against an
 from __future__ import annotations
 
 import collections
+import errno
 import functools
 import json
 import logging
@@ -976,9 +977,10 @@ def run_serve(args, parser=None) -> int:
     try:
         daemon.start_metrics()
     except OSError as exc:
-        where = (f"--metrics-host {cfg.metrics_host}" if isinstance(exc, socket.gaierror)
-                 else f"--metrics-port {cfg.metrics_port}")  # fmt: skip
+        host_problem = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL  # not this machine's
+        where = f"--metrics-host {cfg.metrics_host}" if host_problem else f"--metrics-port {cfg.metrics_port}"
         print(f"robustream serve: error: {where}: cannot listen ({exc.strerror or exc})", file=sys.stderr)
+        daemon.close()
         return 2
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
