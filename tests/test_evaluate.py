@@ -1,12 +1,14 @@
 """Label-noise streams and clean-label evaluation."""
 
+import itertools
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from river import datasets, linear_model
+from river import datasets, linear_model, metrics, preprocessing
+from river import evaluate as river_evaluate
 
 from robustream import RGDSVMClassifier
 from robustream.evaluate import holdout, noisy_stream, prequential
@@ -107,3 +109,84 @@ def test_both_evaluations_teach_the_noisy_labels_and_prequential_predicts_first(
     model = _Recorder()
     holdout(model, stream[:200], [(x, y) for x, _, y in stream[200:]])
     assert model.taught == noisy[:200]
+
+
+def test_a_noisy_stream_can_be_read_again_unless_its_source_is_one_shot():
+    rows = [({"a": float(i)}, i % 3 == 0) for i in range(300)]
+    stream = noisy_stream(rows, flip=0.3, seed=2)
+    assert list(stream) == list(stream) == list(noisy_stream(rows, flip=0.3, seed=2))
+    # two models in turn on the same stream: the second one sees the same rows, not an exhausted generator
+    scores = [prequential(_Recorder(), stream).get() for _ in range(2)]
+    assert scores[0] == scores[1] > 0.3
+    one_shot = noisy_stream(iter(rows), flip=0.3, seed=2)
+    assert list(one_shot) == list(stream)
+    with pytest.raises(ValueError, match="stream: noisy_stream was given a one-shot iterator, already read"):
+        prequential(_Recorder(), one_shot)
+
+
+def test_evaluations_without_rows_raise():
+    with pytest.raises(ValueError, match=r"stream: no rows \(a one-shot iterator already consumed\?\)"):
+        prequential(_Recorder(), noisy_stream([]))
+    consumed = (row for row in [({"a": 1.0}, True, True)])
+    list(consumed)
+    with pytest.raises(ValueError, match="stream: no rows"):
+        prequential(_Recorder(), consumed)
+    with pytest.raises(ValueError, match="test: no rows"):
+        holdout(_Recorder(), [({"a": 1.0}, True, True)], [])
+    with pytest.raises(ValueError, match="test: no rows"):
+        holdout(_Recorder(), [], [])
+    # an empty train is fine: it scores a model trained before
+    model = _Recorder()
+    model.last = True
+    assert holdout(model, [], [({"a": 1.0}, True), ({"a": 2.0}, False)]).get() == 0.5
+
+
+def test_probability_metrics_are_given_predict_proba_one_as_in_river():
+    rows = list(itertools.islice(datasets.Phishing(), 400))
+
+    def model():
+        return preprocessing.StandardScaler() | linear_model.LogisticRegression()
+
+    for metric in (metrics.ROCAUC, metrics.LogLoss, metrics.Accuracy):
+        ours = prequential(model(), noisy_stream(rows, flip=0.0), metric=metric()).get()
+        assert ours == river_evaluate.progressive_val_score(rows, model(), metric()).get(), metric
+    stream = list(noisy_stream(rows, flip=0.2, seed=0))
+    trained = model()
+    for x, y, _ in stream[:300]:
+        trained.learn_one(x, y)
+    expected = metrics.LogLoss()
+    for x, _, y in stream[300:]:
+        expected.update(y, trained.predict_proba_one(x))
+    got = holdout(model(), stream[:300], [(x, y) for x, _, y in stream[300:]], metric=metrics.LogLoss())
+    assert got.get() == expected.get()
+    with pytest.raises(TypeError, match="model: the metric ROCAUC scores probabilities, but the model has no "
+                                        "predict_proba_one"):  # fmt: skip
+        prequential(_Recorder(), stream, metric=metrics.ROCAUC())
+
+
+def test_seed_takes_any_integer_and_nothing_else():
+    rows = [({"a": float(i)}, i % 2 == 0) for i in range(200)]
+    assert list(noisy_stream(rows, flip=0.3, seed=np.int64(7))) == list(noisy_stream(rows, flip=0.3, seed=7))
+    for seed in (None, 1.5, "abc", True, np.float64(1.0)):
+        with pytest.raises(TypeError, match="seed must be an int, got"):
+            noisy_stream(rows, seed=seed)  # at the call, not at the first row
+
+
+def test_rows_of_the_wrong_shape_are_named_with_the_expected_shape():
+    pairs = [({"a": 1.0}, True), ({"a": 2.0}, False)]
+    triples = list(noisy_stream(pairs, flip=0.0))
+    with pytest.raises(ValueError, match=r"^stream: prequential expects \(x, y_noisy, y_clean\) rows, e\.g\. from "
+                                         r"noisy_stream; got a 2-tuple$"):  # fmt: skip
+        prequential(_Recorder(), pairs)
+    with pytest.raises(ValueError, match=r"^test: holdout expects clean \(x, y\) rows .*; got a 3-tuple$"):
+        holdout(_Recorder(), triples, triples)
+    with pytest.raises(ValueError, match=r"^train: holdout expects \(x, y_noisy, y_clean\) rows.*; got a list of "
+                                         r"length 2$"):  # fmt: skip
+        holdout(_Recorder(), [list(row) for row in pairs], pairs)
+    with pytest.raises(ValueError, match=r"^stream: noisy_stream expects \(x, y\) rows; got a 3-tuple$"):
+        list(noisy_stream(triples))
+    with pytest.raises(TypeError, match=r"^stream: prequential expects .*; got a float$"):
+        prequential(_Recorder(), [1.0])
+    with pytest.raises(ValueError, match=r"label 0 is not a bool: the labels must be bools, or be listed with "
+                                         r"labels=\[\.\.\.\] \(labels=\[0, 1\] for a 0/1 stream"):  # fmt: skip
+        list(noisy_stream([({"a": 1.0}, 0), ({"a": 2.0}, 1)]))

@@ -24,17 +24,30 @@ def noisy_stream(
     flip: float = 0.15,
     seed: int = 0,
     labels: Sequence[Hashable] | None = None,
-) -> Iterator[tuple[dict, Any, Any]]:
-    """Yield ``(x, y_noisy, y_clean)``: each label is wrong with probability ``flip`` (uniform noise).
+) -> Iterable[tuple[dict, Any, Any]]:
+    """Rows ``(x, y_noisy, y_clean)``: each label is wrong with probability ``flip`` (uniform noise).
 
     Binary (bool) labels are negated; with ``labels`` given (multi-class, at least two) a wrong label
-    is drawn uniformly from the *other* labels, and every label of the stream must be one of them.
-    Seeded: the same stream and seed give the same flips (``labels`` given as a set are sorted, so
-    the flips do not depend on the set's iteration order). The arguments are checked at the call,
-    the labels as the rows arrive.
+    is drawn uniformly from the *other* labels, and every label of the stream must be one of them
+    (a 0/1 stream is a multi-class one: ``labels=[0, 1]``). Seeded: the same stream and seed give the
+    same flips (``labels`` given as a set are sorted, so the flips do not depend on the set's iteration
+    order). The arguments are checked at the call, the labels as the rows arrive.
+
+    The result can be read more than once when ``stream`` can (a list, a River data set): every pass
+    reads ``stream`` afresh and gives the same rows, so several models can be scored on it in turn.
+    A one-shot ``stream`` (a generator, an iterator) gives one pass; a second one raises ValueError.
+
+    >>> rows = [({"a": 1.0}, True), ({"a": 2.0}, False), ({"a": 3.0}, True)]
+    >>> noisy = noisy_stream(rows, flip=0.5, seed=1)
+    >>> [(y_noisy, y_clean) for _, y_noisy, y_clean in noisy]
+    [(False, True), (False, False), (True, True)]
+    >>> list(noisy) == list(noisy)
+    True
     """
     if not (isinstance(flip, numbers.Real) and not isinstance(flip, bool) and 0.0 <= flip < 1.0):
         raise ValueError(f"flip must be in [0, 1), got {flip!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
     if labels is not None:
         if isinstance(labels, (set, frozenset)):
             try:
@@ -44,14 +57,36 @@ def noisy_stream(
         labels = list(labels)
         if len(set(labels)) < 2:
             raise ValueError(f"labels must hold at least two distinct labels, got {labels!r}")
-    return _flipped(stream, flip, random.Random(seed), labels)
+    return _NoisyStream(stream, flip, int(seed), labels)
 
 
-def _flipped(stream, flip: float, rng: random.Random, labels: list | None) -> Iterator[tuple[dict, Any, Any]]:
-    for x, y in stream:
+class _NoisyStream:
+    """What :func:`noisy_stream` returns: each pass starts ``stream`` and the random draws afresh."""
+
+    def __init__(self, stream, flip: float, seed: int, labels: list | None):
+        self._stream, self._flip, self._seed, self._labels = stream, flip, seed, labels
+        self._read_once = False
+
+    def __iter__(self) -> Iterator[tuple[dict, Any, Any]]:
+        rows = iter(self._stream)
+        if rows is self._stream:  # a one-shot iterator: a second pass would silently give no rows
+            if self._read_once:
+                raise ValueError(
+                    "stream: noisy_stream was given a one-shot iterator, already read by an earlier pass; "
+                    "pass a list (or a re-iterable data set) to read the noisy rows more than once"
+                )
+            self._read_once = True
+        return _flipped(rows, self._flip, random.Random(self._seed), self._labels)
+
+
+def _flipped(rows: Iterator, flip: float, rng: random.Random, labels: list | None) -> Iterator[tuple[dict, Any, Any]]:
+    for x, y in _checked_rows(rows, 2, "stream", "noisy_stream expects (x, y) rows"):
         if labels is None:
             if not isinstance(y, (bool, np.bool_)):
-                raise ValueError(f"label {y!r} is not a bool: pass labels=[...] for multi-class streams")
+                raise ValueError(
+                    f"label {y!r} is not a bool: the labels must be bools, or be listed with labels=[...] "
+                    "(labels=[0, 1] for a 0/1 stream, or the stream's labels)"
+                )
         elif y not in labels:
             raise ValueError(f"label {y!r} is not in labels {labels!r}")
         if rng.random() < flip:
@@ -63,20 +98,81 @@ def _flipped(stream, flip: float, rng: random.Random, labels: list | None) -> It
             yield x, y, y
 
 
+def _checked_rows(rows: Iterable, size: int, name: str, expected: str) -> Iterator:
+    """The rows of the argument ``name``, each checked to hold ``size`` values; TypeError or ValueError
+    saying ``expected`` and what the row was otherwise."""
+    for row in rows:
+        try:
+            n = len(row)
+        except TypeError:
+            raise TypeError(f"{name}: {expected}; got a {type(row).__name__}") from None
+        if n != size:
+            got = f"a {n}-tuple" if isinstance(row, tuple) else f"a {type(row).__name__} of length {n}"
+            raise ValueError(f"{name}: {expected}; got {got}")
+        yield row
+
+
+def _predictor(model, metric):
+    """``predict_proba_one`` for the metrics that score probabilities (ROCAUC, LogLoss), as River does."""
+    if getattr(metric, "requires_labels", True):
+        return model.predict_one
+    if not callable(getattr(model, "predict_proba_one", None)):
+        raise TypeError(f"model: the metric {type(metric).__name__} scores probabilities, but the model has no "
+                        "predict_proba_one")  # fmt: skip
+    return model.predict_proba_one
+
+
 def prequential(model, stream: Iterable[tuple[dict, Any, Any]], metric=None):
-    """Test-then-train: predict each ``x``, score against the clean label, learn the noisy one."""
+    """Test-then-train: predict each ``x``, score against the clean label, learn the noisy one.
+
+    ``stream`` holds ``(x, y_noisy, y_clean)`` rows, as :func:`noisy_stream` gives; a metric that scores
+    probabilities (``metric.requires_labels`` false: ROCAUC, LogLoss) is given ``predict_proba_one``, as in
+    River's ``evaluate.progressive_val_score``. A stream without rows raises ValueError.
+
+    >>> class Yes:
+    ...     def predict_one(self, x): return True
+    ...     def learn_one(self, x, y): pass
+    >>> prequential(Yes(), [({}, False, True), ({}, True, False)]).get()
+    0.5
+    """
     metric = metric if metric is not None else river_metrics.Accuracy()
-    for x, y_noisy, y_clean in stream:
-        metric.update(y_clean, model.predict_one(x))
+    predict = _predictor(model, metric)
+    empty = True
+    for x, y_noisy, y_clean in _checked_rows(
+        stream, 3, "stream", "prequential expects (x, y_noisy, y_clean) rows, e.g. from noisy_stream"
+    ):
+        empty = False
+        metric.update(y_clean, predict(x))
         model.learn_one(x, y_noisy)
+    if empty:
+        raise ValueError("stream: no rows (a one-shot iterator already consumed?)")
     return metric
 
 
 def holdout(model, train: Iterable[tuple[dict, Any, Any]], test: Iterable[tuple[dict, Any]], metric=None):
-    """One pass of learning on the noisy training stream, then the metric on clean test rows."""
+    """One pass of learning on the noisy training stream, then the metric on clean test rows.
+
+    ``train`` holds ``(x, y_noisy, y_clean)`` rows (it may be empty, to score a model trained before),
+    ``test`` clean ``(x, y)`` rows; the model predicts as in :func:`prequential`. A ``test`` without rows
+    raises ValueError.
+
+    >>> class Last:
+    ...     def predict_one(self, x): return self.y
+    ...     def learn_one(self, x, y): self.y = y
+    >>> holdout(Last(), [({}, True, False)], [({}, True), ({}, False)]).get()
+    0.5
+    """
     metric = metric if metric is not None else river_metrics.Accuracy()
-    for x, y_noisy, _ in train:
+    predict = _predictor(model, metric)
+    for x, y_noisy, _ in _checked_rows(
+        train, 3, "train", "holdout expects (x, y_noisy, y_clean) rows, e.g. from noisy_stream"
+    ):
         model.learn_one(x, y_noisy)
-    for x, y in test:
-        metric.update(y, model.predict_one(x))
+    empty = True
+    for x, y in _checked_rows(test, 2, "test", "holdout expects clean (x, y) rows (from noisy_stream rows: "
+                                               "[(x, y_clean) for x, _, y_clean in rows])"):  # fmt: skip
+        empty = False
+        metric.update(y, predict(x))
+    if empty:
+        raise ValueError("test: no rows (a one-shot iterator already consumed?)")
     return metric
