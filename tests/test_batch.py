@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from robustream import RGDSVC
 from robustream.datasets import make_gaussian_classes, noisy_split
-from robustream.solver import AUTO_RATES, solve
+from robustream.solver import AUTO_FRACTIONS, AUTO_RATES, solve
 
 # check_array_api_input is skipped by scikit-learn itself unless SCIPY_ARRAY_API=1 and
 # array-api-compat are installed; RGDSVC converts every input to NumPy float64 anyway.
@@ -395,3 +395,33 @@ def test_auto_keeps_a_small_class_flipped_one_sidedly_by_more_than_half(minority
     X_train, y_train, X_test, y_test = minority_flipped_one_sided
     auto = RGDSVC(outlier_fraction="auto", random_state=0).fit(X_train, y_train)
     assert 1 - auto.score(X_test, y_test) < 0.25 * np.mean(y_test > 0)
+
+
+def _auto_holdout(n, random_state):
+    """The holdout rows "auto" draws (before any class is moved back to its training part)."""
+    seed = int(np.random.RandomState(random_state).randint(np.iinfo(np.int32).max))
+    return np.random.default_rng(seed).permutation(n)[: max(1, n // 4)]
+
+
+def test_auto_scores_its_rates_when_the_holdout_draws_every_row_of_a_class():
+    # clean data, 60 rows of class 0 and 3 of class 1: at random_state 56 the holdout drew all of class 1,
+    # and "auto" fell back to 0.2 unscored, discarding 2 of the 3
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(-3, 1, (60, 2)), rng.normal(3, 0.2, (3, 2))]
+    y = np.r_[np.zeros(60, int), np.ones(3, int)]
+    assert np.isin(np.flatnonzero(y == 1), _auto_holdout(y.size, 56)).all()
+    auto = RGDSVC(outlier_fraction="auto", random_state=56).fit(X, y)
+    assert set(auto.auto_scores_) == set(AUTO_RATES)
+    assert auto.outlier_fraction_ == 0.0 and not auto.outlier_mask_[y == 1].any()
+    # three classes, one of a single row
+    X3 = np.r_[rng.normal(-3, 1, (40, 2)), rng.normal(3, 1, (40, 2)), [[0.0, 8.0]]]
+    y3 = np.r_[np.zeros(40, int), np.ones(40, int), [2]]
+    assert 80 in _auto_holdout(y3.size, 4)
+    assert RGDSVC(outlier_fraction="auto", random_state=4).fit(X3, y3).auto_scores_
+
+
+def test_auto_without_a_holdout_row_left_falls_back_to_the_smallest_fraction():
+    # two rows: the one held out is the only row of its class, so it trains and nothing is left to score
+    X, y = np.array([[-1.0, 0.0], [1.0, 0.0]]), np.array([0, 1])
+    auto = RGDSVC(outlier_fraction="auto", random_state=0).fit(X, y)
+    assert auto.outlier_fraction_ == AUTO_FRACTIONS[0] and auto.auto_scores_ == {} and auto.auto_sides_ == {}

@@ -281,6 +281,16 @@ def test_svmlight_zero_based_files(tmp_path):
         read_svmlight(p, zero_based="yes")
 
 
+@pytest.mark.parametrize(
+    "text, kwargs, index",
+    [("1 0:1 2:5\n-1 0:1 0:2\n", {}, 0), ("1 3:1 3:2\n", {"zero_based": True}, 3), ("1 3:1 3:2\n", {}, 3)],
+)
+def test_svmlight_names_a_repeated_index_as_the_file_writes_it(tmp_path, text, kwargs, index):
+    path = _write(tmp_path / "dup.svm", text)
+    with pytest.raises(ValueError, match=rf"dup\.svm, line {text.count(chr(10))}: feature index {index} appears twice"):
+        read_svmlight(path, **kwargs)
+
+
 def test_text_lines_split_at_newlines_only(tmp_path):
     # cp1252 "..." is byte 0x85, NEL once read as latin-1: a comment must not become a row
     p = tmp_path / "nel.svm"
@@ -575,6 +585,8 @@ def test_multiclass_flips_go_to_another_class():
         ({"split": (1.2, -0.1, -0.1)}, "split"),
         ({"noise": "gaussian"}, "noise"),
         ({"max_samples": 0}, "max_samples"),
+        ({"max_samples": float("nan")}, "max_samples must be a positive integer or None, got nan"),
+        ({"max_samples": float("inf")}, "max_samples must be a positive integer or None, got inf"),
         ({"adversarial_class": 0}, "adversarial_class"),
     ],
 )
@@ -594,6 +606,21 @@ def test_noisy_split_validates_shapes_and_labels():
         noisy_split(X[:, 0], y)
     with pytest.raises(ValueError, match="adversarial"):
         noisy_split(X, np.arange(100) % 3, noise="adversarial")
+
+
+@pytest.mark.parametrize(
+    "y", [np.zeros(100, int), np.full(100, "a"), np.ones(100), -np.ones(100, int), np.ones(100, bool),
+          np.ones(100, np.uint8)], ids=["int 0", "str", "float +1", "int -1", "bool", "uint8"],
+)
+def test_noisy_split_refuses_to_flip_a_single_class_whatever_its_dtype(y):
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    for noise in ("uniform", "adversarial"):
+        with pytest.raises(ValueError, match="single class|adversarial"):
+            noisy_split(X, y, flip=0.2, seed=0, noise=noise)
+    with pytest.raises(ValueError, match="y has a single class, so labels cannot be flipped"):
+        noisy_split(X, y, flip=0.2, seed=0)
+    s = noisy_split(X, y, flip=0.0, seed=0)
+    assert not s.flipped_train.any() and np.array_equal(np.unique(s.y_train), np.unique(y))
 
 
 def test_max_samples_subsamples_without_replacement():

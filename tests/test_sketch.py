@@ -135,3 +135,13 @@ def test_sketch_preserves_the_norm_of_structured_rows(kind):
         Z = (sk if kind == "hashed" else sk.fit(d)).transform(rows)
         ratios = np.linalg.norm(Z, axis=1) / np.linalg.norm(rows, axis=1)
         assert np.all((ratios > 0.6) & (ratios < 1.4)), (seed, ratios)
+
+
+def test_a_refused_srht_fit_leaves_the_sketch_unfitted():
+    sk = JLSketch(32, "srht", seed=0)
+    for _ in range(2):  # the retry is refused the same way
+        with pytest.raises(ValueError, match=r"srht needs sketch_dim <= 16 \(the padded dimension\), got 32"):
+            sk.transform(np.ones((3, 10)))
+    assert sk.n_features_ is None and sk.get_state()["n_features"] is None
+    X = np.random.default_rng(0).normal(size=(3, 100))  # padded to 128: a valid input
+    np.testing.assert_array_equal(sk.transform(X), JLSketch(32, "srht", seed=0).transform(X))

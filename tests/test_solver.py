@@ -2,6 +2,7 @@
 outlier oracle on tiny instances, and the JL map-back."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -532,6 +533,10 @@ def test_certify_within_stops_on_intersecting_hulls_and_leaves_separable_ones_al
         ({"refit_rounds": 1.5}, "refit_rounds must be an integer >= 0, got 1.5"),
         ({"warm_start": np.array([np.nan, 1.0])}, "warm_start must be 2 finite values"),
         ({"polish_start": np.r_[np.inf, np.ones(39)]}, "polish_start must be 40 non-negative weights"),
+        ({"seed": -1}, "seed must be a non-negative integer, got -1"),
+        ({"seed": 1.5}, "seed must be a non-negative integer, got 1.5"),
+        ({"seed": None}, "seed must be a non-negative integer, got None"),  # not a different tree per call
+        ({"seed": True}, "seed must be a non-negative integer, got True"),
     ],
 )
 def test_solve_names_a_bad_argument(kwargs, match):
@@ -542,6 +547,24 @@ def test_solve_names_a_bad_argument(kwargs, match):
         solve(X, y, **kwargs)
     with pytest.raises(ValueError, match=r"y must be 1-d with one label per row of X \(40\), got shape \(39,\)"):
         solve(X, y[:-1])
+
+
+def test_a_numpy_integer_seed_is_the_same_seed():
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(1, 1, (30, 3)), rng.normal(-1, 1, (30, 3))]
+    y = np.r_[np.ones(30), -np.ones(30)]
+    a, b = solve(X, y, outlier_fraction=(0.1, 0.1), seed=3), solve(X, y, outlier_fraction=(0.1, 0.1), seed=np.int64(3))
+    assert np.array_equal(a.coef, b.coef) and a.intercept == b.intercept
+
+
+@pytest.mark.parametrize("shape", [(4,), (4, 2, 1)])
+def test_solve_and_gram_matrix_need_2d_rows(shape):
+    X = np.arange(float(np.prod(shape))).reshape(shape)
+    match = rf"X must be 2-D \(rows x features\), got shape {re.escape(str(shape))}"
+    with pytest.raises(ValueError, match=match):
+        solve(X, np.array([1.0, 1.0, -1.0, -1.0]), outlier_fraction=(0.0, 0.0))
+    with pytest.raises(ValueError, match=match):
+        gram_matrix(X)
 
 
 @pytest.mark.parametrize("scale", [1e-160, 1e150])

@@ -316,8 +316,14 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         n_hold = max(1, X.shape[0] // 4)
         hold, train = order[:n_hold], order[n_hold:]
         scores, sides = {}, {}
-        if np.unique(y[train]).size != self.classes_.size:
-            return 0.2, scores, sides
+        missing = [c for c in self.classes_ if not np.any(y[train] == c)]
+        if missing:
+            # every row of a class fell into the holdout: its first held row trains instead (nothing more is
+            # drawn, so that every other fit keeps its holdout)
+            moved = np.isin(np.arange(hold.size), [np.flatnonzero(y[hold] == c)[0] for c in missing])
+            hold, train = hold[~moved], np.concatenate([train, hold[moved]])
+            if hold.size == 0:
+                return AUTO_FRACTIONS[0], scores, sides
         probe = self.__class__(**self.get_params())
         probe.classes_ = self.classes_
         share = X.shape[0] <= FULL_GRAM_ROWS

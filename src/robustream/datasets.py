@@ -322,7 +322,7 @@ def read_svmlight(
         dup = np.flatnonzero((r_s[1:] == r_s[:-1]) & (c_s[1:] == c_s[:-1]))
         if dup.size:
             k = dup[0]
-            _svm_error(path, label_lines[r_s[k]], f"feature index {c_s[k] + 1} appears twice")
+            _svm_error(path, label_lines[r_s[k]], f"feature index {c_s[k] + first} appears twice")
     indptr = np.zeros(n_samples + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     X = sp.csr_matrix((data, indices, indptr), shape=(n_samples, n_features))
@@ -1061,6 +1061,16 @@ def fit_reference_boundary(X: Matrix, y: np.ndarray, *, reg: float = 1e-3) -> tu
     return np.asarray(w, dtype=np.float64), b
 
 
+def _is_positive_whole(value: Any) -> bool:
+    """An integer >= 1, or a float equal to one; not a bool, NaN or infinity."""
+    if isinstance(value, bool):
+        return False
+    try:
+        return int(value) == value and value >= 1
+    except (TypeError, ValueError, OverflowError):  # int() of NaN, of infinity, of a non-number
+        return False
+
+
 def _uniform_flips(y: np.ndarray, n_flip: int, classes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Flip exactly n_flip labels of y (a copy) to a random other class."""
     y = y.copy()
@@ -1165,16 +1175,17 @@ def noisy_split(
         raise ValueError(f"split must be three fractions summing to 1, got {split!r}") from None
     if len(fractions) != 3 or any(not (f >= 0.0) for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
         raise ValueError(f"split must be three non-negative fractions summing to 1, got {split!r}")
-    if max_samples is not None and (isinstance(max_samples, bool) or int(max_samples) != max_samples
-                                    or max_samples < 1):
+    if max_samples is not None and not _is_positive_whole(max_samples):
         raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
     if adversarial_class not in (1, -1):
         raise ValueError(f"adversarial_class must be 1 or -1, got {adversarial_class!r}")
 
     values = np.unique(y)
-    is_pm1 = bool(np.all(np.isin(values, [-1, 1])))
+    in_pm1 = bool(np.all(np.isin(values, [-1, 1])))
+    # -y is the other class only where both are present, in a dtype that holds -1 (not bool, not unsigned)
+    is_pm1 = in_pm1 and values.size == 2 and y.dtype.kind not in "bu"
     classes = np.array([-1, 1], dtype=y.dtype) if is_pm1 else values
-    if noise == "adversarial" and not is_pm1:
+    if noise == "adversarial" and not in_pm1:
         raise ValueError(f"noise='adversarial' needs binary labels in {{-1, +1}}, got {values.tolist()[:10]}")
     if flip > 0 and len(classes) < 2:
         raise ValueError("y has a single class, so labels cannot be flipped (flip must be 0)")

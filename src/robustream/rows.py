@@ -11,6 +11,7 @@ def as_rows(X):
     no duplicate entries. The order a sparse product adds its terms in depends on the index order,
     so a Gram matrix shared by several solves is the one each of them would compute only on
     canonical rows. No copy when ``X`` already is so; the caller's matrix is never changed.
+    A ValueError for dense ``X`` that is not 2-D.
 
     >>> import scipy.sparse as sp
     >>> X = sp.csr_matrix(([1.0, 2.0, 3.0], [2, 0, 2], [0, 3]), shape=(1, 3))  # unsorted, duplicate
@@ -23,4 +24,7 @@ def as_rows(X):
             X = X.copy()
             X.sum_duplicates()
         return X
-    return np.ascontiguousarray(X, dtype=np.float64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (rows x features), got shape {X.shape}")
+    return X

@@ -130,21 +130,21 @@ class JLSketch:
     # -- construction -------------------------------------------------------------------------
     def fit(self, n_features: int) -> "JLSketch":
         """Draw the projection for ``n_features`` input columns (the hashed kind needs none)."""
-        k = int(self.sketch_dim)
-        self.n_features_ = int(n_features)
+        k, d = int(self.sketch_dim), int(n_features)
+        if self.kind == "srht":  # before any fitted state is set: a refused fit leaves the sketch as it was
+            D = 1 << max(0, int(np.ceil(np.log2(max(d, 1)))))
+            if k > D:
+                raise ValueError(f"srht needs sketch_dim <= {D} (the padded dimension), got {k}")
+        self.n_features_ = d
         if self.kind == "hashed":
             return self
         rng = np.random.default_rng(self.seed)
-        d = self.n_features_
         if self.kind == "gaussian":
             self._projection = rng.standard_normal((d, k)) / np.sqrt(k)
         elif self.kind == "achlioptas":
             u = rng.random((d, k))
             self._projection = np.sqrt(3.0 / k) * ((u < 1.0 / 6.0).astype(np.float64) - (u > 5.0 / 6.0))
         else:  # srht
-            D = 1 << max(0, int(np.ceil(np.log2(max(d, 1)))))
-            if k > D:
-                raise ValueError(f"srht needs sketch_dim <= {D} (the padded dimension), got {k}")
             self._srht_signs = np.where(rng.random(D) < 0.5, -1.0, 1.0)
             self._srht_sample = np.sort(rng.choice(D, size=k, replace=False)).astype(np.int64)
         return self
@@ -188,9 +188,6 @@ class JLSketch:
         """Sketch the rows of a dense array or scipy.sparse matrix; returns a dense (n, k) array."""
         sparse = sp.issparse(X)
         X = as_rows(X)
-        if not sparse:
-            if X.ndim != 2:
-                raise ValueError(f"X must be 2-D, got shape {X.shape}")
         d = X.shape[1]
         if self.kind != "hashed":
             if self.n_features_ is None:

@@ -761,6 +761,8 @@ def solve(
     for name, value in (("delta", delta), ("mu", mu), ("tol", tol)):
         if not (is_real(value) and 0.0 < value < 1.0):
             raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    if not (is_integer(seed) and seed >= 0):  # None would draw a different tree on every call
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     X = as_rows(X)
     sign = np.asarray(y, dtype=np.float64)
     if sign.ndim != 1 or sign.shape[0] != X.shape[0]:
