@@ -819,3 +819,14 @@ def test_save_model_keeps_a_whole_pipeline_scaler_included(tmp_path):
     path.write_text(path.read_text().replace('"format":1', '"format":2', 1))
     with pytest.raises(persist.CorruptModelError, match="checksum mismatch"):
         load_model(path)
+
+
+def test_negative_labels_are_read_without_an_equals_sign():
+    # argparse took "-1,1" for an option ("--labels: expected one argument"); -1/+1 is LIBSVM's convention
+    from robustream.cli import _joined_negative_labels
+
+    argv = _joined_negative_labels(["serve", "--labels", "-1,1", "--group-id", "g"])
+    assert argv == ["serve", "--labels=-1,1", "--group-id", "g"]
+    assert resolve(build_parser().parse_args(argv), environ={}).label_values == [-1, 1]
+    for untouched in (["serve", "--labels", "--group-id", "g"], ["serve", "--group-id", "-1"]):
+        assert _joined_negative_labels(untouched) == untouched

@@ -38,12 +38,24 @@ def _version() -> str:
     return __version__
 
 
+def _joined_negative_labels(argv: list[str]) -> list[str]:
+    """``--labels -1,1`` as ``--labels=-1,1``: argparse reads a value that starts with a dash and is
+    not a plain number as an option, and -1/+1 is the LIBSVM label convention."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] == "--labels" and arg[:1] == "-" and arg[1:2].isdigit():
+            out[-1] = f"--labels={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = _joined_negative_labels(sys.argv[1:] if argv is None else list(argv))
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        given = sys.argv[1:] if argv is None else list(argv)
-        after = given[given.index(args.command) + 1 :] if args.command in given else []
+        after = argv[argv.index(args.command) + 1 :] if args.command in argv else []
         if all(u in after for u in unknown):  # the subcommand's: name it, with its usage
             args._commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -47,8 +47,7 @@ SERVE_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
     ("param", "list", [], "learner parameter key=value (repeatable)"),
     ("max-features", "int", 10000, "messages with more features go to the dead-letter topic"),
     ("max-message-bytes", "int", 1_000_000, "larger messages go to the dead-letter topic"),
-    ("labels", "csv", ["0", "1"], "allowed label values; with two, the second is the positive class "
-                                  "(negative values after '=': --labels=-1,1)"),
+    ("labels", "csv", ["0", "1"], "allowed label values; with two, the second is the positive class"),
     ("accuracy-window", "int", 1000, "labelled messages in the prequential accuracy window"),
     ("poll-timeout-ms", "int", 500, "longest wait for a batch of messages"),
     ("max-poll-records", "int", 500, "largest batch of messages"),
