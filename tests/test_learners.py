@@ -7,6 +7,7 @@ import os
 import pickle
 import re
 import stat
+import sys
 import warnings
 
 import numpy as np
@@ -1073,6 +1074,61 @@ def test_learn_many_skips_the_missing_cells_of_pandas_nullable_columns():
     model = RGDSVMClassifier(rebuild_every=20, window_size=40, coreset_size=0)
     model.learn_many(frame, pd.Series([True, False, True, False] * 10))
     assert model.n_rebuilds_ == 2 and model.predict_many(frame.head(4)).tolist() == [True, False, True, False]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"C": "1"}, "C must be a positive number, got '1'"),  # a bare TypeError of '>' before
+    ({"C": None}, "C must be a positive number, got None"),
+    ({"C": True}, "C must be a positive number, got True"),  # taken as 1 before
+    ({"s": "0"}, "s must be a number below 1, got '0'"),
+    ({"s": False}, "s must be a number below 1, got False"),
+    ({"window_size": 10**30}, f"window_size must be at most {sys.maxsize}, got 10000"),  # an OverflowError before
+    ({"coreset_size": 10**30}, f"coreset_size must be at most {sys.maxsize}, got 10000"),
+])
+def test_ramp_parameters_are_refused_by_name_at_construction(params, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RampSVMClassifier(**params)
+    if "window_size" in params:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            ORDIFilter(linear_model.LogisticRegression(), **params)
+
+
+def test_a_ramp_c_beyond_int64_is_solved():
+    # accepted, then every rebuild failed: np.isfinite of an int beyond int64
+    rng = np.random.default_rng(0)
+    model = RampSVMClassifier(C=10**29, rebuild_every=50, window_size=100, coreset_size=30)
+    for y in rng.random(200) < 0.5:
+        model.learn_one({f"f{j}": float(v) + (1.0 if y else -1.0) for j, v in enumerate(rng.normal(size=2))}, bool(y))
+    assert model.n_rebuilds_ == 4 and model.n_failed_rebuilds_ == 0
+
+
+def test_saving_keeps_the_files_permissions_and_names_the_users_path(tmp_path):
+    model = RGDSVMClassifier()
+    path = tmp_path / "model.json"
+    model.save(path)
+    path.chmod(0o600)  # kept private on purpose: a save made it 0o644 (the temp file's mode)
+    model.save(path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    # the errors named the temp file (".model.json.xyz.tmp") the user never gave
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path / 'no' / 'm.json'}: the folder")):
+        model.save(tmp_path / "no" / "m.json")
+    with pytest.raises(IsADirectoryError, match=re.escape(f"{tmp_path}: is a folder, not a file")):
+        model.save(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["model.json"]
+
+
+def test_load_model_says_what_is_wrong_with_a_learners_own_file(tmp_path):
+    from robustream import load_model
+
+    path = tmp_path / "model.json"
+    RGDSVMClassifier().save(path)
+    text = path.read_text()
+    path.write_text(text.replace('"version":1', '"version":2'))
+    with pytest.raises(persist.CorruptModelError, match="unsupported model file version 2"):
+        load_model(path)  # "not a robustream-model-state file" before
+    path.write_text(text.replace('"n_rebuilds":0', '"n_rebuilds":1'))
+    with pytest.raises(persist.CorruptModelError, match="checksum mismatch"):
+        load_model(path)
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), "5", True])

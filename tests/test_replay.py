@@ -101,6 +101,23 @@ def test_river_learner_without_state_omits_rebuild_plot(svm_file, tmp_path, caps
     assert "replay" in captured.err  # the progress bar (tqdm or the plain line) goes to stderr
 
 
+def test_a_plot_that_cannot_be_written_is_one_line_and_earlier_plots_do_not_linger(svm_file, tmp_path, capsys):
+    argv = ["replay", str(svm_file), "--learner", "rgd", "--param", "rebuild_every=40", "--seeds", "1", "--quiet",
+            "--out", str(tmp_path), "--flip", "0.1"]  # fmt: skip
+    assert main(argv + ["--flip", "0.2"]) == 0 and (tmp_path / "error_vs_flip.png").exists()
+    # one flip rate: no error-vs-flip plot, and the first run's must not sit beside the new results
+    assert main(argv) == 0
+    assert not (tmp_path / "error_vs_flip.png").exists()
+    (tmp_path / "prequential.png").unlink()
+    (tmp_path / "prequential.png").mkdir()  # in the way: a traceback from matplotlib before, results lost
+    capsys.readouterr()
+    assert main(argv + ["--flip", "0.2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"robustream replay: error: --out {tmp_path}: cannot write prequential.png (") and \
+        "Traceback" not in err
+    assert json.loads((tmp_path / "replay.json").read_text())["flips"] == [0.1, 0.2]  # the results are kept
+
+
 def test_a_stream_shorter_than_rebuild_every_says_so(svm_file, tmp_path):
     code = main(["replay", str(svm_file), "--learner", "rgd", "--param", "rebuild_every=100000", "--seeds", "1",
                  "--out", str(tmp_path), "--quiet"])  # fmt: skip

@@ -27,6 +27,10 @@ class CorruptModelError(ValueError):
     """The file is not a robustream model, has an unknown version, or fails its checksum."""
 
 
+class WrongFormatError(CorruptModelError):
+    """The file is not of the format asked for (another robustream format, or not one at all)."""
+
+
 def _canonical(payload: Any) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
@@ -58,7 +62,8 @@ def _file_mode() -> int:
 def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> None:
     """Write ``payload`` (JSON-able) atomically with its checksum; ``format_name`` tells what the file holds.
 
-    The file gets the permissions a plain ``open(path, "w")`` would give it (not ``mkstemp``'s 0o600).
+    The file gets the permissions a plain ``open(path, "w")`` would give it (not ``mkstemp``'s 0o600),
+    or keeps those of the file it replaces (a model kept private stays private).
     """
     try:
         body = _canonical(payload)
@@ -71,9 +76,17 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
         _canonical(format_name), body, hashlib.sha256(body).hexdigest().encode("ascii"), VERSION
     )
     path = Path(path)
+    if path.is_dir():  # checked here: the errors of the temp file and the rename would name the temp file
+        raise IsADirectoryError(f"{path}: is a folder, not a file")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path}: the folder {path.parent} does not exist")
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = _file_mode()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, _file_mode())
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(doc)
             fh.flush()
@@ -110,7 +123,7 @@ def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     except RecursionError:  # nesting deeper than the parser's recursion limit: dump never writes that
         raise CorruptModelError(f"{path}: not a {format_name} file (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("format") != format_name:
-        raise CorruptModelError(f"{path}: not a {format_name} file (format field missing or wrong)")
+        raise WrongFormatError(f"{path}: not a {format_name} file (format field missing or wrong)")
     version = doc.get("version")
     if type(version) is not int or version != VERSION:  # not true or 1.0, which compare equal to 1
         raise CorruptModelError(f"{path}: unsupported model file version {version!r} (expected {VERSION})")

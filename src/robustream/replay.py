@@ -49,6 +49,7 @@ __all__ = ["add_arguments", "run", "parse_flips", "rows_as_dicts", "scaler_for",
 STATE_ATTRIBUTES = ("n_rebuilds_", "outlier_rate_", "margin_width_")
 #: At most this many points of each prequential accuracy curve are stored.
 CURVE_POINTS = 400
+PLOT_NAMES = ("prequential.png", "rebuilds.png", "error_vs_flip.png")
 MATPLOTLIB_HINT = 'matplotlib is not installed: pip install "robustream[bench]" (or pass --no-plots)'
 
 
@@ -485,14 +486,15 @@ def _run(args: argparse.Namespace) -> int:
         notes.append(f"no rebuild happened: each stream has {max(r.n_stream for r in runs)} rows, "
                      f"fewer than rebuild_every={every}, so the scores are the warm start's; pass e.g. "
                      f"--param rebuild_every=50 for a data set this small")  # fmt: skip
+    drawings = {}  # drawn once replay.json is written: a plot that cannot be written loses no result
     if plt is not None:
-        _plot_prequential(plt, runs, title, out / "prequential.png")
+        drawings["prequential.png"] = lambda path: _plot_prequential(plt, runs, title, path)
         plots["prequential"] = "prequential.png"
         if has_state and rebuilt:
-            _plot_rebuilds(plt, runs, title, out / "rebuilds.png")
+            drawings["rebuilds.png"] = lambda path: _plot_rebuilds(plt, runs, title, path)
             plots["rebuilds"] = "rebuilds.png"
         if len(flips) > 1:
-            _plot_error_vs_flip(plt, summary, title, out / "error_vs_flip.png")
+            drawings["error_vs_flip.png"] = lambda path: _plot_error_vs_flip(plt, summary, title, path)
             plots["error_vs_flip"] = "error_vs_flip.png"
     if not has_state:
         notes.append(f"{type(learner).__name__} does not expose {', '.join(STATE_ATTRIBUTES)}: no per-rebuild "
@@ -520,6 +522,19 @@ def _run(args: argparse.Namespace) -> int:
         (out / "replay.json").write_text(json.dumps(result, indent=1, default=_json_default))
     except OSError as exc:
         raise ReplayError(f"--out {out}: cannot write replay.json ({exc.strerror or exc})") from None
+    for name in PLOT_NAMES:
+        if name not in drawings:  # an earlier run's plot would sit beside this run's results
+            try:
+                (out / name).unlink(missing_ok=True)
+            except OSError:
+                pass
+    for name, draw in drawings.items():
+        try:
+            draw(out / name)
+        except OSError as exc:
+            plt.close("all")
+            raise ReplayError(f"--out {out}: cannot write {name} ({exc.strerror or exc}); replay.json is "
+                              f"written") from None  # fmt: skip
     for s in summary:
         print(f"flip {s['flip']:.2f}: holdout error {100 * s['holdout_error_mean']:.2f}% "
               f"(sd {100 * s['holdout_error_sd']:.2f}), prequential accuracy {s['prequential_accuracy_mean']:.4f}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import warnings
 from typing import Any, Iterable
 
@@ -27,6 +28,13 @@ _FLOAT_ONLY = frozenset([float])
 def is_integer(value: Any) -> bool:
     """An integer of any kind (Python's or NumPy's), not a bool (``True`` would pass as 1)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, _BOOLS)
+
+
+def check_length(name: str, value: int) -> None:
+    """ValueError naming ``name`` when ``value`` is beyond the largest length of a Python container
+    (``sys.maxsize``): a buffer of that size would fail later with a bare OverflowError."""
+    if value > sys.maxsize:
+        raise ValueError(f"{name} must be at most {sys.maxsize}, got {value!r}")
 
 
 def is_plain_int(value: Any) -> bool:

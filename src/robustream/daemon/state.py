@@ -353,10 +353,10 @@ def load_model(path: str | os.PathLike) -> Any:
 
     try:
         doc = persist.load(path, format_name=MODEL_STATE_FORMAT)
-    except persist.CorruptModelError as exc:
+    except persist.WrongFormatError as exc:
         try:  # RGDSVMClassifier.save and its peers write the learner alone, in their own format
             payload = persist.load(path)
-        except persist.CorruptModelError:
+        except persist.WrongFormatError:  # neither format; a damaged learner file says what is wrong with it
             raise exc from None
         cls = getattr(learners, str(payload.get("class")), None)
         if not (isinstance(cls, type) and hasattr(cls, "load")):

@@ -24,7 +24,7 @@ from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
 from ..solver import row_offset
 from ..validation import is_plain_int as is_integer  # the parameters are saved as JSON: Python ints
-from ..validation import finite_floats, is_plain_real
+from ..validation import check_length, finite_floats, is_plain_real
 from .rebuild_worker import WorkerUnavailable, solve_worker
 
 
@@ -243,6 +243,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             v = getattr(self, name)
             if not (is_integer(v) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+            check_length(name, v)
         if not (is_integer(self.rebuild_lag) and 0 <= self.rebuild_lag <= self.rebuild_every):
             raise ValueError(f"rebuild_lag must be an integer in [0, rebuild_every], got {self.rebuild_lag!r}")
         seed = getattr(self, "seed", 0)
@@ -250,6 +251,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         if not (is_integer(self.coreset_size) and self.coreset_size >= 0):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
+        check_length("coreset_size", self.coreset_size)
         threshold = self.drift_threshold
         if not (threshold is None or (is_plain_real(threshold) and 0.0 < threshold < math.inf)):
             raise ValueError(f"drift_threshold must be a positive number or None, got {threshold!r}")

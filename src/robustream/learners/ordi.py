@@ -11,7 +11,7 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
-from ..validation import is_plain_real
+from ..validation import check_length, is_plain_real
 from .base import is_integer, numeric_row
 
 SCORES = ("exact", "bound")
@@ -167,12 +167,15 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         ws = self.window_size
         if not (is_integer(ws) and ws >= 1):
             raise ValueError(f"window_size must be a positive integer, got {ws!r}")
+        check_length("window_size", ws)
         gp = self.grace_period
         if not (is_integer(gp) and gp >= 0):
             raise ValueError(f"grace_period must be a non-negative integer, got {gp!r}")
         m = self.memory
         if not (m is None or (is_integer(m) and m >= 2)):
             raise ValueError(f"memory must be None or an integer >= 2, got {m!r}")
+        if m is not None:
+            check_length("memory", m)
 
     @classmethod
     def _unit_test_params(cls):

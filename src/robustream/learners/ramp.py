@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ramp import ramp_svm_cccp
+from ..validation import is_real
 from .base import DRIFT_THRESHOLD, RebuildingLinearClassifier
 
 
@@ -50,10 +51,10 @@ class RampSVMClassifier(RebuildingLinearClassifier):
         self.rebuild_lag = rebuild_lag
         self.seed = seed
         self.drift_threshold = drift_threshold
-        if not C > 0:
-            raise ValueError(f"C must be positive, got {C!r}")
-        if not s < 1:
-            raise ValueError(f"s must be below 1, got {s!r}")
+        if not (is_real(C) and C > 0):  # NaN and infinity: refused with the other numbers, below
+            raise ValueError(f"C must be a positive number, got {C!r}")
+        if not (is_real(s) and s < 1):
+            raise ValueError(f"s must be a number below 1, got {s!r}")
         self._init_state()
 
     @classmethod
@@ -63,7 +64,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
         yield {"C": 1.0, "s": 0.0, "rebuild_every": 40, "window_size": 80, "coreset_size": 30}
 
     def _fit_rows(self, X, signs, features, context, seed):
-        sol = ramp_svm_cccp(X, signs, C=self.C, s=self.s, seed=seed)
+        sol = ramp_svm_cccp(X, signs, C=float(self.C), s=float(self.s), seed=seed)  # an int beyond int64 too
         norm = float(np.linalg.norm(sol.coef))
         width = 2.0 / norm if norm > 0 else 0.0
         return sol.coef, sol.intercept, sol.outlier_mask, np.abs(sol.alpha), width, 1.0
