@@ -152,6 +152,7 @@ def test_shared_dataset_with_max_samples(tmp_path):
     "argv, message",
     [
         (["{missing}"], "no such data file"),
+        (["{folder}"], "is a folder, not a data file"),  # "no such data file" before, of a path that is there
         (["{data}", "--flip", "0.7"], "--flip 0.7: must be in [0, 0.5)"),
         (["{data}", "--flip", "0.1,abc"], "--flip abc: not a number"),
         (["{data}", "--learner", "nope"], "--learner nope: unknown learner 'nope'"),
@@ -188,7 +189,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, cap
     raw = bytearray(gzip.compress(b"1 1:1\n" * 1000))
     raw[20] ^= 0xFF  # a damaged deflate stream: zlib.error
     corrupt_gz.write_bytes(bytes(raw))
-    values = {"missing": str(tmp_path / "missing.svm"), "data": str(svm_file), "garbage": str(garbage),
+    values = {"folder": str(tmp_path), "missing": str(tmp_path / "missing.svm"), "data": str(svm_file), "garbage": str(garbage),
               "one_class": str(one_class), "empty": str(empty), "csv": str(csv), "corrupt_gz": str(corrupt_gz)}
     argv = [a.format(**values) for a in argv]
     code = main(["replay", *argv, "--out", str(tmp_path / "out"), "--quiet"])

@@ -926,6 +926,8 @@ def load(
         if spec is not None:
             return _load_spec(spec, dense, binary)
         return _load_path(path, dense, binary, label_column, header)
+    if path.is_dir():  # "no such data file" would send the user looking for a path that is there
+        raise IsADirectoryError(f"{path.resolve()} is a folder, not a data file")
     text = str(name_or_path)
     looks_like_path = (
         not isinstance(name_or_path, str)
