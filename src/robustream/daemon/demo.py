@@ -128,6 +128,7 @@ def _run_demo(args) -> int:
         except OSError as exc:
             print(f"robustream demo: error: --metrics-port {args.metrics_port}: cannot listen ({exc.strerror or exc})",
                   file=sys.stderr)  # fmt: skip
+            daemon.close()  # as serve does: its checkpoint folder is let go
             return 2
         print(f"embedded broker (tansu) on {broker.bootstrap_servers}; "
               f"metrics on http://127.0.0.1:{port}/metrics")  # fmt: skip

@@ -330,8 +330,11 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
         row = numeric_row(x, self._canonical_keys)
         limit = self._LARGEST_VALUE
-        # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test here
-        if math.hypot(*row.values()) > limit and (too_large := [k for k, v in row.items() if abs(v) > limit]):
+        # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there;
+        # learners whose solve takes any finite value (limit inf) skip it
+        if limit < math.inf and math.hypot(*row.values()) > limit and (
+            too_large := [k for k, v in row.items() if abs(v) > limit]
+        ):
             k = too_large[0]
             raise ValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} "
                              f"{type(self).__name__}'s solve can take; rescale the features (for example, "
