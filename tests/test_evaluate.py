@@ -104,7 +104,8 @@ def test_both_evaluations_teach_the_noisy_labels_and_prequential_predicts_first(
     metric = prequential(model, stream)
     assert model.taught == noisy
     # predicting before learning: row i is predicted with row i-1's noisy label, scored on row i's clean one
-    expected = sum(stream[i - 1][1] == stream[i][2] for i in range(1, len(stream))) / len(stream)
+    # (row 0 gets no prediction, None, and is not scored)
+    expected = sum(stream[i - 1][1] == stream[i][2] for i in range(1, len(stream))) / (len(stream) - 1)
     assert metric.get() == pytest.approx(expected)
     model = _Recorder()
     holdout(model, stream[:200], [(x, y) for x, _, y in stream[200:]])
@@ -190,3 +191,29 @@ def test_rows_of_the_wrong_shape_are_named_with_the_expected_shape():
     with pytest.raises(ValueError, match=r"label 0 is not a bool: the labels must be bools, or be listed with "
                                          r"labels=\[\.\.\.\] \(labels=\[0, 1\] for a 0/1 stream"):  # fmt: skip
         list(noisy_stream([({"a": 1.0}, 0), ({"a": 2.0}, 1)]))
+
+
+def test_a_row_without_a_prediction_is_not_scored_as_in_river():
+    # a multi-class model predicts None until it has learned a class; River does not score those rows
+    rows = [({"a": float(i % 7), "b": float(i % 3)}, "abc"[i % 3]) for i in range(300)]
+
+    def model():
+        return preprocessing.StandardScaler() | linear_model.SoftmaxRegression()
+
+    assert model().predict_one(rows[0][0]) is None  # the case this test is about
+    for metric in (metrics.Accuracy, metrics.MacroF1):
+        ours = prequential(model(), noisy_stream(rows, flip=0.0, labels="abc"), metric=metric()).get()
+        assert ours == river_evaluate.progressive_val_score(rows, model(), metric()).get(), metric
+    never = _Recorder()
+    never.predict_one = lambda x: None
+    assert holdout(never, [], [({"a": 1.0}, True)]).cm.total_weight == 0
+
+
+def test_a_metric_class_or_a_stream_that_is_not_one_is_named():
+    rows = [({"a": 1.0}, True), ({"a": 2.0}, False)]
+    with pytest.raises(TypeError, match=r"^metric: give a metric instance, for example Accuracy\(\), not the class$"):
+        prequential(_Recorder(), noisy_stream(rows), metric=metrics.Accuracy)
+    with pytest.raises(TypeError, match=r"^metric: str has no update method"):
+        holdout(_Recorder(), [], rows, metric="accuracy")
+    with pytest.raises(TypeError, match=r"^stream: noisy_stream expects an iterable of \(x, y\) rows, got NoneType$"):
+        noisy_stream(None)  # at the call, not when read

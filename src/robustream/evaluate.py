@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import numbers
 import random
 from typing import Any, Hashable, Iterable, Iterator, Sequence
@@ -44,6 +45,8 @@ def noisy_stream(
     >>> list(noisy) == list(noisy)
     True
     """
+    if not isinstance(stream, collections.abc.Iterable):
+        raise TypeError(f"stream: noisy_stream expects an iterable of (x, y) rows, got {type(stream).__name__}")
     if not (isinstance(flip, numbers.Real) and not isinstance(flip, bool) and 0.0 <= flip < 1.0):
         raise ValueError(f"flip must be in [0, 1), got {flip!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
@@ -112,6 +115,24 @@ def _checked_rows(rows: Iterable, size: int, name: str, expected: str) -> Iterat
         yield row
 
 
+def _metric(metric):
+    """The metric to update: ``metric``, or a new River Accuracy when it is None."""
+    if metric is None:
+        return river_metrics.Accuracy()
+    if isinstance(metric, type):
+        raise TypeError(f"metric: give a metric instance, for example {metric.__name__}(), not the class")
+    if not callable(getattr(metric, "update", None)):
+        raise TypeError(f"metric: {type(metric).__name__} has no update method; give a river.metrics metric")
+    return metric
+
+
+def _scored(metric, y, y_pred) -> None:
+    """Update ``metric`` unless the model made no prediction (None, or {} from ``predict_proba_one``),
+    as River's ``evaluate.progressive_val_score`` does: a model that has seen no class yet is not scored."""
+    if y_pred is not None and y_pred != {}:
+        metric.update(y, y_pred)
+
+
 def _predictor(model, metric):
     """``predict_proba_one`` for the metrics that score probabilities (ROCAUC, LogLoss), as River does."""
     if getattr(metric, "requires_labels", True):
@@ -126,8 +147,9 @@ def prequential(model, stream: Iterable[tuple[dict, Any, Any]], metric=None):
     """Test-then-train: predict each ``x``, score against the clean label, learn the noisy one.
 
     ``stream`` holds ``(x, y_noisy, y_clean)`` rows, as :func:`noisy_stream` gives; a metric that scores
-    probabilities (``metric.requires_labels`` false: ROCAUC, LogLoss) is given ``predict_proba_one``, as in
-    River's ``evaluate.progressive_val_score``. A stream without rows raises ValueError.
+    probabilities (``metric.requires_labels`` false: ROCAUC, LogLoss) is given ``predict_proba_one``, and a
+    row the model makes no prediction for (None or {}, before it has learned a class) is not scored, both
+    as in River's ``evaluate.progressive_val_score``. A stream without rows raises ValueError.
 
     >>> class Yes:
     ...     def predict_one(self, x): return True
@@ -135,14 +157,14 @@ def prequential(model, stream: Iterable[tuple[dict, Any, Any]], metric=None):
     >>> prequential(Yes(), [({}, False, True), ({}, True, False)]).get()
     0.5
     """
-    metric = metric if metric is not None else river_metrics.Accuracy()
+    metric = _metric(metric)
     predict = _predictor(model, metric)
     empty = True
     for x, y_noisy, y_clean in _checked_rows(
         stream, 3, "stream", "prequential expects (x, y_noisy, y_clean) rows, e.g. from noisy_stream"
     ):
         empty = False
-        metric.update(y_clean, predict(x))
+        _scored(metric, y_clean, predict(x))
         model.learn_one(x, y_noisy)
     if empty:
         raise ValueError("stream: no rows (a one-shot iterator already consumed?)")
@@ -153,8 +175,8 @@ def holdout(model, train: Iterable[tuple[dict, Any, Any]], test: Iterable[tuple[
     """One pass of learning on the noisy training stream, then the metric on clean test rows.
 
     ``train`` holds ``(x, y_noisy, y_clean)`` rows (it may be empty, to score a model trained before),
-    ``test`` clean ``(x, y)`` rows; the model predicts as in :func:`prequential`. A ``test`` without rows
-    raises ValueError.
+    ``test`` clean ``(x, y)`` rows; the model predicts and is scored as in :func:`prequential`. A ``test``
+    without rows raises ValueError.
 
     >>> class Last:
     ...     def predict_one(self, x): return self.y
@@ -162,7 +184,7 @@ def holdout(model, train: Iterable[tuple[dict, Any, Any]], test: Iterable[tuple[
     >>> holdout(Last(), [({}, True, False)], [({}, True), ({}, False)]).get()
     0.5
     """
-    metric = metric if metric is not None else river_metrics.Accuracy()
+    metric = _metric(metric)
     predict = _predictor(model, metric)
     for x, y_noisy, _ in _checked_rows(
         train, 3, "train", "holdout expects (x, y_noisy, y_clean) rows, e.g. from noisy_stream"
@@ -172,7 +194,7 @@ def holdout(model, train: Iterable[tuple[dict, Any, Any]], test: Iterable[tuple[
     for x, y in _checked_rows(test, 2, "test", "holdout expects clean (x, y) rows (from noisy_stream rows: "
                                                "[(x, y_clean) for x, _, y_clean in rows])"):  # fmt: skip
         empty = False
-        metric.update(y, predict(x))
+        _scored(metric, y, predict(x))
     if empty:
         raise ValueError("test: no rows (a one-shot iterator already consumed?)")
     return metric
