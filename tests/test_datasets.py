@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import re
 import lzma
 import struct
 from pathlib import Path
@@ -316,8 +317,10 @@ def test_read_csv_header_detection_keeps_numeric_rows(tmp_path):
     np.testing.assert_array_equal(y, [1.0, -1.0, 1.0])
     with pytest.raises(ValueError, match=r"line 2: a feature value is not a finite number"):
         read_csv(_write(tmp_path / "f.csv", "1,0.5\n0,inf\n"))
-    with pytest.raises(ValueError, match=r"line 2: the label is not a finite number"):
+    with pytest.raises(ValueError, match=r"line 2, column 0: the label is missing \('nan'\)"):
         read_csv(_write(tmp_path / "g.csv", "1,0.5\nnan,1\n"))
+    with pytest.raises(ValueError, match=r"line 2: the label is not a finite number"):
+        read_csv(_write(tmp_path / "g.csv", "1,0.5\n-inf,1\n"))
 
 
 def test_read_csv_checks_drop_columns_and_features(tmp_path):
@@ -703,9 +706,14 @@ def test_csv_labels_empty_or_numbers_mixed_with_text_are_refused(tmp_path):
     p = _write(tmp_path / "empty.csv", "1,0.5\n,1.5\n-1,2\n")
     with pytest.raises(ValueError, match=r"empty\.csv, line 2, column 0: the label is empty"):
         read_csv(p)
-    p = _write(tmp_path / "mixed.csv", "1,0.5\n?,1.5\n-1,2\n")
-    with pytest.raises(ValueError, match=r"mixed\.csv, line 2, column 0: label '\?' is not a number, but line 1"):
+    p = _write(tmp_path / "mixed.csv", "1,0.5\nx,1.5\n-1,2\n")
+    with pytest.raises(ValueError, match=r"mixed\.csv, line 2, column 0: label 'x' is not a number, but line 1"):
         read_csv(p)
+    for token in ("?", "NA", "nan"):  # a missing label, among numbers or text, is not one more class
+        for first in ("1", "M"):
+            p = _write(tmp_path / "missing.csv", f"{first},0.5\n{token},1.5\n{first},2\n")
+            with pytest.raises(ValueError, match=rf"missing\.csv, line 2, column 0: the label is missing \('{re.escape(token)}'\)"):
+                read_csv(p)
     X, y = read_csv(_write(tmp_path / "names.csv", "yes,0.5\nno,1.5\n"))  # text labels stay classes by name
     assert y.tolist() == ["yes", "no"]
 
@@ -765,3 +773,102 @@ def test_mnist_images_and_labels_of_different_counts_name_both_files(monkeypatch
     monkeypatch.setenv("ROBUSTREAM_DATASETS", str(tmp_path))
     with pytest.raises(ValueError, match=r"images of shape \(3, 2, 2\) and .*labels of shape \(2,\)"):
         load("mnist")
+
+
+def test_quoted_fields_may_hold_the_separator_and_the_header_must_fit(tmp_path):
+    # a quoted "1,250.5" was split into two features, silently (every row alike, so no count error)
+    with pytest.raises(ValueError, match=r"q\.csv, line 2, column 1: value '1,250\.5' is not a number"):
+        read_csv(_write(tmp_path / "q.csv", 'label,price,qty\n1,"1,250.5",3\n0,"2,100.0",4\n'))
+    X, y = read_csv(_write(tmp_path / "n.csv", 'label,name,x\n1,"Smith, J",3\n0,"Doe, A",4\n'), drop_columns=(1,))
+    np.testing.assert_array_equal(X, [[3.0], [4.0]])
+    np.testing.assert_array_equal(y, [1.0, 0.0])
+    # R's write.table names no row-name column: the header is one field short
+    with pytest.raises(ValueError, match=r"r\.csv, line 1: the header has 2 fields, but line 2 has 3"):
+        read_csv(_write(tmp_path / "r.csv", '"x","label"\n"1",0.5,1\n"2",0.7,0\n'), label_column=-1)
+
+
+def test_a_semicolon_file_is_read_as_such(tmp_path):
+    p = _write(tmp_path / "eu.csv", "label;age;score\n1;34;0,5\n0;51;1,5\n1;29;2,5\n")
+    # decimal commas are named, not read as a comma file (three one-row classes, garbage features)
+    with pytest.raises(ValueError, match=r"eu\.csv, line 2, column 2: value '0,5' is not a number"):
+        load(p)
+    ds = load(_write(tmp_path / "plain.txt", "label;a;b\n1;34;0.5\n0;51;1.5\n1;29;2.5\n"))
+    np.testing.assert_array_equal(ds.X, [[34.0, 0.5], [51.0, 1.5], [29.0, 2.5]])
+    np.testing.assert_array_equal(ds.y, [1.0, -1.0, 1.0])
+    ds = load(_write(tmp_path / "commas.csv", "label,a;b\n1,0.5\n0,1.5\n"))  # ";" on one line only: commas
+    assert ds.X.shape == (2, 1)
+
+
+def test_a_header_of_column_numbers_under_a_named_label_is_not_a_row(tmp_path):
+    p = _write(tmp_path / "pd.csv", "diagnosis,0,1\nM,0.5,1\nB,1.5,2\nM,2.5,3\n")
+    with pytest.raises(ValueError, match=r"pd\.csv, line 1: 'diagnosis,0,1' looks like a header of column numbers"):
+        read_csv(p)
+    X, y = read_csv(p, header=True)
+    assert X.shape == (3, 2) and y.tolist() == ["M", "B", "M"]
+    X, y = read_csv(p, header=False)  # the user's word
+    assert X.shape == (4, 2)
+    X, y = read_csv(_write(tmp_path / "d.csv", "M,0,1\nB,1.5,2\nM,2.5,3\n"))  # its label recurs: data
+    assert X.shape == (3, 2)
+
+
+def test_column_numbers_must_be_ints(tmp_path):
+    p = _write(tmp_path / "c.csv", "1,0.5,2\n0,1.5,3\n")
+    with pytest.raises(TypeError, match=r"label_column: a column number is an int, got float 1\.0"):
+        read_csv(p, label_column=1.0)
+    with pytest.raises(TypeError, match=r"drop_columns: a column number is an int, got True"):
+        read_csv(p, drop_columns=(True,))
+    with pytest.raises(TypeError, match=r"label_column: a column number is an int"):
+        load(p, label_column=1.0)
+    X, y = read_csv(p, label_column=np.int64(-1))
+    np.testing.assert_array_equal(y, [2.0, 3.0])
+
+
+def test_an_empty_or_comment_only_file_is_named(tmp_path):
+    import gzip as gz
+
+    (tmp_path / "e.svm.gz").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"e\.svm\.gz: cannot decompress \(\.gz file\): the file is empty"):
+        load(tmp_path / "e.svm.gz")
+    (tmp_path / "z.svm.gz").write_bytes(gz.compress(b"# nothing here\n\n"))
+    with pytest.raises(ValueError, match=r"z\.svm\.gz: no data rows"):
+        load(tmp_path / "z.svm.gz")
+    with pytest.raises(ValueError, match=r"h\.csv: no data rows"):
+        load(_write(tmp_path / "h.csv", "label,a\n"))
+
+
+def test_a_query_id_that_is_not_an_integer_is_named(tmp_path):
+    X, y = read_svmlight(_write(tmp_path / "ok.svm", "1 qid:3 1:0.5\n-1 qid:4 2:1\n"))
+    assert X.shape == (2, 2)
+    for bad in ("qid:abc", "qid:"):
+        with pytest.raises(ValueError, match=rf"q\.svm, line 2: expected 'qid:<integer>', got '{bad}'"):
+            read_svmlight(_write(tmp_path / "q.svm", f"1 qid:3 1:0.5\n-1 {bad} 2:1\n"))
+
+
+def test_noisy_split_refuses_labels_it_cannot_flip_and_names_its_arguments():
+    X = np.arange(40.0).reshape(20, 2)
+    y = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    y_nan = y.copy()
+    y_nan[7] = np.nan  # NaN was a third class: +-1 labels flipped to NaN, and counted as flipped at flip=0
+    with pytest.raises(ValueError, match=r"y\[7\] is nan: labels must be finite"):
+        noisy_split(X, y_nan, flip=0.0)
+    with pytest.raises(ValueError, match=r"^X and y have no rows$"):
+        noisy_split(np.zeros((0, 2)), np.zeros(0))
+    for reg in (np.nan, -1e6, "1", True):
+        with pytest.raises(ValueError, match=r"reference_reg must be a finite number >= 0"):
+            noisy_split(X, y, noise="adversarial", reference_reg=reg)
+    with pytest.raises(ValueError, match=r"adversarial_class must be 1 or -1, got True"):
+        noisy_split(X, y, noise="adversarial", adversarial_class=True)
+    few = np.where(np.arange(20) < 2, 1.0, -1.0)  # too few points of class +1: a warning, not a format crash
+    with pytest.warns(RuntimeWarning, match=r"points of class \+1 but"):
+        s = noisy_split(X, few, flip=0.4, noise="adversarial", adversarial_class=1.0)
+    assert not np.any(s.y_train_clean[s.flipped_train] == -1.0)
+
+
+def test_gaussian_class_sizes_are_whole_numbers_and_separation_finite():
+    for sizes in ((1.9, 3.7), True, (True, 3), 5.0, (1, 2, 3), "10"):
+        with pytest.raises(ValueError, match=r"n_per_class must be an int or a \(low, high\) pair of ints"):
+            make_gaussian_classes(sizes, d=3)
+    with pytest.raises(ValueError, match=r"separation must be a finite number > 0, got inf"):
+        make_gaussian_classes(10, d=3, separation=np.inf)
+    X, y = make_gaussian_classes((np.int64(5), 8), d=3, seed=0)
+    assert 10 <= len(y) <= 16

@@ -46,9 +46,11 @@ one registered set where the positive class is the *smaller* original value.
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
 import lzma
 import math
+import operator
 import os
 import warnings
 import zlib
@@ -60,6 +62,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from scipy.special import ndtr, ndtri
+
+from .validation import is_plain_real
 
 __all__ = [
     "ALIASES",
@@ -145,6 +149,8 @@ def _read_bytes(path: PathLike) -> bytes:
         raise FileNotFoundError(f"no such file: {p}")
     if opener is None:
         return p.read_bytes()
+    if p.stat().st_size == 0:  # gzip reads b"" from an empty file; xz and bz2 call it corrupt
+        raise ValueError(f"{p}: cannot decompress ({p.suffix} file): the file is empty")
     try:
         with opener(p, "rb") as fh:
             return fh.read()
@@ -242,6 +248,9 @@ def read_svmlight(
         label_lines.append(lineno)
         feats = toks[1:]
         if "qid:" in line:
+            qids = [t for t in feats if t.startswith("qid:")]
+            if any(not t[4:].isdigit() for t in qids):  # a query id is a non-negative integer
+                _svm_error(path, lineno, f"expected 'qid:<integer>', got {next(t for t in qids if not t[4:].isdigit())!r}")
             feats = [t for t in feats if not t.startswith("qid:")]
         n_tok = len(feats)
         if n_tok:
@@ -371,6 +380,37 @@ def _looks_like_header(first: Sequence[str], second: Sequence[str] | None) -> bo
     return second is not None and len(second) == len(first) and any(t and _is_float(b) for t, b in zip(text, second))
 
 
+# what files write for a missing label ("-", "." or "none" may well be class names)
+_MISSING_LABELS = frozenset(["?", "na", "n/a", "nan", "null"])
+
+
+def _column_number(name: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: a column number is an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: a column number is an int, got {type(value).__name__} {value!r}") from None
+
+
+def _refuse_numbered_header(path: PathLike, lineno: int, rows: list[list[str]], lab: int) -> None:
+    """ValueError when the first line read as data looks like a header of column numbers under a
+    named label column (pandas writes ``diagnosis,0,1`` for such a frame): its features count 0, 1, ...
+    (or 1, 2, ...) and its text label occurs on no other line. Read as data it would be one more row,
+    and one more class."""
+    first = [f for c, f in enumerate(rows[0]) if c != lab]
+    label = rows[0][lab]
+    if len(rows) < 2 or _is_float(label) or any(r[lab] == label for r in rows[1:]):
+        return
+    try:
+        numbers = [float(f) for f in first]
+    except ValueError:
+        return
+    if numbers in ([float(i) for i in range(len(first))], [float(i) for i in range(1, len(first) + 1)]):
+        raise ValueError(f"{path}, line {lineno}: {','.join(rows[0])!r} looks like a header of column numbers "
+                         "(its label occurs on no other line); pass header=True, or header=False if it is data")
+
+
 def read_csv(
     path: PathLike,
     label_column: int = 0,
@@ -394,7 +434,9 @@ def read_csv(
         text on the first line and a number on the second.  A first line of
         numbers is read as data (pass ``True`` for a header of column numbers).
     delimiter : str, default ","
-        Field separator.  Fields are stripped of spaces and double quotes.
+        Field separator.  Fields are stripped of spaces; a field in double
+        quotes may hold the separator (``"1,250.5"`` is one field, which is then
+        not a number).
     drop_columns : sequence of int, default ()
         Columns to ignore (for example an id column); each must exist and
         must not be the label column.
@@ -423,24 +465,35 @@ def read_csv(
     >>> y
     array([1., 0.])
     """
+    label_column = _column_number("label_column", label_column)
+    drop_columns = [_column_number("drop_columns", c) for c in drop_columns]
     text = _read_text(path)
     lines = [(i, ln) for i, ln in enumerate(_lines(text), 1) if ln.strip()]
     if not lines:
         return np.zeros((0, 0)), np.zeros(0)
-    rows = [[f.strip().strip('"').strip() for f in ln.split(delimiter)] for _, ln in lines]
-    if header is None:
+    # one line at a time: a quote left open must not swallow the next lines (and their line numbers)
+    rows = [[f.strip() for f in next(csv.reader([ln], delimiter=delimiter, skipinitialspace=True))]
+            for _, ln in lines]
+    detected = header is None
+    if detected:
         header = _looks_like_header(rows[0], rows[1] if len(rows) > 1 else None)
+    head = rows[0] if header else None
     if header:
-        lines, rows = lines[1:], rows[1:]
+        head_line, lines, rows = lines[0][0], lines[1:], rows[1:]
     if not rows:
         return np.zeros((0, 0)), np.zeros(0)
     n_cols = len(rows[0])
     for (lineno, _), r in zip(lines, rows):
         if len(r) != n_cols:
             raise ValueError(f"{path}, line {lineno}: {len(r)} fields, but line {lines[0][0]} has {n_cols}")
+    if head is not None and len(head) != n_cols:  # e.g. R's write.table: no name for the row names
+        raise ValueError(f"{path}, line {head_line}: the header has {len(head)} fields, but line {lines[0][0]} "
+                         f"has {n_cols}")
     lab = label_column + n_cols if label_column < 0 else label_column
     if not 0 <= lab < n_cols:
         raise ValueError(f"label_column={label_column} is out of range for {n_cols} columns in {path}")
+    if detected and not header:
+        _refuse_numbered_header(path, lines[0][0], rows, lab)
     drop = {c + n_cols if c < 0 else c for c in drop_columns}
     if any(not 0 <= c < n_cols for c in drop) or lab in drop:
         raise ValueError(f"drop_columns={tuple(drop_columns)!r}: columns must be in range for {n_cols} columns "
@@ -462,8 +515,9 @@ def read_csv(
     line_numbers = [lineno for lineno, _ in lines]
     _check_finite(path, X, line_numbers.__getitem__, "a feature value")
     for lineno, label in zip(line_numbers, labels):
-        if not label:
-            raise ValueError(f"{path}, line {lineno}, column {lab}: the label is empty")
+        if not label or label.lower() in _MISSING_LABELS:
+            what = "empty" if not label else f"missing ({label!r})"
+            raise ValueError(f"{path}, line {lineno}, column {lab}: the label is {what}")
     try:
         y = np.array(labels, dtype=np.float64)
     except ValueError:
@@ -822,7 +876,7 @@ def _sniff_format(path: Path) -> str:
         toks = line.split()
         if any(":" in t for t in toks[1:]):
             return "svmlight"
-        if "," in line:
+        if "," in line or ";" in line:
             return "csv"
         return "svmlight" if len(toks) == 1 else "dense"
     return "svmlight"
@@ -847,12 +901,25 @@ def _load_path(path: Path, dense: bool | None, binary: bool, label_column: int, 
         X, y_raw = read_svmlight(path)
         sparse_source = True
     elif fmt == "csv":
-        delimiter = "\t" if _base_suffix(path) == ".tsv" else ","
+        delimiter = "\t" if _base_suffix(path) == ".tsv" else _sniff_delimiter(_read_text(path))
         X, y_raw = read_csv(path, label_column=label_column, header=header, delimiter=delimiter)
     else:
         X, y_raw = read_dense(path)
+    if X.shape[0] == 0:  # an empty or comment-only file (a cut download): say so here, not as "a single class" later
+        raise ValueError(f"{path}: no data rows")
     y, classes = _encode_labels(y_raw, None, binary)
     return Dataset(_format_matrix(X, dense, sparse_source), y, str(path), classes)
+
+
+def _sniff_delimiter(text: str) -> str:
+    """The field separator of a CSV text: ``;`` or a tab when every one of its first 20 lines holds
+    the same number of them (``;`` files often write decimal commas), else ``,``."""
+    sample = [ln for ln in _lines(text) if ln.strip()][:20]
+    for candidate in (";", "\t"):
+        counts = {ln.count(candidate) for ln in sample}
+        if len(counts) == 1 and counts.pop() > 0:
+            return candidate
+    return ","
 
 
 def load(
@@ -1168,6 +1235,12 @@ def noisy_split(
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X and y disagree: X has {X.shape[0]} rows, y has {y.shape[0]} labels")
+    if y.shape[0] == 0:
+        raise ValueError("X and y have no rows")
+    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):  # NaN would be a class of its own, never equal to itself
+        first = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise ValueError(f"y[{first}] is {y[first].item()!r}: labels must be finite (drop or fill the rows without "
+                         "a label)")
     flip = _check_flip(flip)
     if noise not in ("uniform", "adversarial"):
         raise ValueError(f"noise must be 'uniform' or 'adversarial', got {noise!r}")
@@ -1179,8 +1252,11 @@ def noisy_split(
         raise ValueError(f"split must be three non-negative fractions summing to 1, got {split!r}")
     if max_samples is not None and not _is_positive_whole(max_samples):
         raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
-    if adversarial_class not in (1, -1):
+    if isinstance(adversarial_class, bool) or adversarial_class not in (1, -1):
         raise ValueError(f"adversarial_class must be 1 or -1, got {adversarial_class!r}")
+    adversarial_class = int(adversarial_class)
+    if not (is_plain_real(reference_reg) and 0.0 <= reference_reg < math.inf):
+        raise ValueError(f"reference_reg must be a finite number >= 0, got {reference_reg!r}")
 
     values = np.unique(y)
     in_pm1 = bool(np.all(np.isin(values, [-1, 1])))
@@ -1330,13 +1406,17 @@ def make_gaussian_classes(
     >>> bool(50 <= p.n_pos <= 80 and len(y) == p.n_pos + p.n_neg)
     True
     """
-    if isinstance(n_per_class, (int, np.integer)):
+    whole = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))  # noqa: E731
+    if whole(n_per_class):
         lo = hi = int(n_per_class)
     else:
         try:
-            lo, hi = (int(v) for v in n_per_class)
+            lo, hi = n_per_class
         except (TypeError, ValueError):
-            raise ValueError(f"n_per_class must be an int or a (low, high) pair, got {n_per_class!r}") from None
+            lo = hi = None
+        if not (whole(lo) and whole(hi)):  # 1.9 would silently become 1, True a size of 1
+            raise ValueError(f"n_per_class must be an int or a (low, high) pair of ints, got {n_per_class!r}")
+        lo, hi = int(lo), int(hi)
     if lo < 1 or hi < lo:
         raise ValueError(f"n_per_class must satisfy 1 <= low <= high, got {n_per_class!r}")
     if int(d) != d or d < 2:
@@ -1346,8 +1426,8 @@ def make_gaussian_classes(
     if separation is None:
         separation = 2.0 * float(ndtri(0.99))
     separation = float(separation)
-    if not separation > 0:
-        raise ValueError(f"separation must be > 0, got {separation!r}")
+    if not 0.0 < separation < math.inf:
+        raise ValueError(f"separation must be a finite number > 0, got {separation!r}")
 
     rng = np.random.default_rng(seed)
     n_pos, n_neg = (int(v) for v in rng.integers(lo, hi + 1, size=2))
