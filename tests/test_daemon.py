@@ -45,6 +45,8 @@ BAD_MESSAGES = [
     (b'{"id": 1, "x": {"a": 1}, "y": 2}', "field 'y': label 2 is not one of 0, 1 (--labels)"),
     (b'{"id": 1, "x": {"a": 1}, "y": true}', "field 'y': label true is not one of 0, 1"),
     (b'{"id": 1, "x": {"a": 1}, "y": [1]}', "field 'y': expected a label, got an array"),
+    (b'{"id": 1, "x": {"a": 1}, "y": 1, "y": null}', "not valid JSON: the name 'y' appears twice in one object"),
+    (b'{"id": 1, "x": {"a": 1, "b": 2, "a": 3}}', "not valid JSON: the name 'a' appears twice in one object"),
     (b'{"id": 1, "x": {"a": 1}, "ts": {}}', "field 'ts': expected a number or a string"),
     (None, "empty message"),
 ]
@@ -424,40 +426,55 @@ def test_a_checkpoint_folder_is_held_by_one_daemon_until_it_lets_go(tmp_path):
     second.release()
 
 
+class _Answer:  # a settled kafka-python send future
+    is_done = True
+
+    def __init__(self, exception):
+        self.exception = exception
+
+    def failed(self):
+        return self.exception is not None
+
+
+class _Producer:
+    """Answers as kafka-python's producer does once the broker has answered: ``refused_topics`` refuse
+    every record (tansu has no ACLs to make a real broker do so), the others take them."""
+
+    def __init__(self, refused_topics=()):
+        from kafka.errors import TopicAuthorizationFailedError
+
+        self.refused, self.delivered, self._error = set(refused_topics), [], TopicAuthorizationFailedError
+
+    def send(self, topic, key=None, value=None):
+        if topic in self.refused:
+            return _Answer(self._error(f"Not authorized to access topics: [{topic}]"))
+        self.delivered.append((topic, json.loads(value)))
+        return _Answer(None)
+
+    def flush(self, timeout=None):
+        pass
+
+
+class _Record:  # what a poll returns per message (kafka-python's ConsumerRecord, the fields the daemon reads)
+    def __init__(self, offset, value):
+        self.offset, self.key, self.value, self.timestamp = offset, None, value, 0
+
+
+def _labelled_records(X, labels) -> list:
+    return [_Record(i, json.dumps({"id": str(i), "x": {f"f{j}": float(v) for j, v in enumerate(x)},
+                                   "y": int(y)}).encode()) for i, (x, y) in enumerate(zip(X, labels))]  # fmt: skip
+
+
 def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_the_flush_ends(tmp_path):
     # a topic this daemon may not write to (an ACL) refuses every record; tansu has no ACLs, so the producer
     # here answers as kafka-python's does for such a topic. Before: the flush re-sent on a new producer until
     # its deadline, at every checkpoint, and nothing was committed again
-    from kafka.errors import TopicAuthorizationFailedError
-
     from robustream.daemon.service import Daemon
-
-    class Answer:  # a settled kafka-python send future
-        is_done = True
-
-        def __init__(self, exception):
-            self.exception = exception
-
-        def failed(self):
-            return self.exception is not None
-
-    class Producer:
-        def __init__(self, refused_topics):
-            self.refused, self.delivered = refused_topics, []
-
-        def send(self, topic, key=None, value=None):
-            if topic in self.refused:
-                return Answer(TopicAuthorizationFailedError(f"Not authorized to access topics: [{topic}]"))
-            self.delivered.append((topic, json.loads(value)))
-            return Answer(None)
-
-        def flush(self, timeout=None):
-            pass
 
     argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9", "--predictions-topic",
             "preds", "--dead-letter-topic", "dlq", "--learner", "river:linear_model.LogisticRegression"]  # fmt: skip
     daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
-    daemon.producer = Producer({"preds"})
+    daemon.producer = _Producer({"preds"})
     daemon.process("in", 0, 7, b"k", json.dumps({"id": "a", "x": {"f": 1.0}, "y": 1}).encode())
     daemon._flush_outputs(timeout=5)
     assert daemon._pending == [] and not daemon._producer_failed
@@ -467,7 +484,7 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
     assert daemon.metrics.value("robustream_outputs_replaced_total") == 1
     assert daemon._tally.outcomes["ok"] == 1  # it was learned: its outcome stands
 
-    daemon.producer = Producer({"preds", "dlq"})  # nowhere to go: dropped and counted, the offsets move on
+    daemon.producer = _Producer({"preds", "dlq"})  # nowhere to go: dropped and counted, the offsets move on
     daemon.process("in", 0, 8, b"k", json.dumps({"id": "b", "x": {"f": 1.0}, "y": 1}).encode())
     daemon.process("in", 0, 9, b"k", b"not json")
     daemon._flush_outputs(timeout=5)
@@ -480,29 +497,29 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
 def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(lag, tmp_path, caplog):
     import logging
 
-    import numpy as np
+    from kafka import TopicPartition
 
     from robustream.daemon.service import Daemon
 
-    class Producer:  # process() only queues the records
-        def send(self, topic, key=None, value=None):
-            return None
-
     argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9", *lag]
     daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
-    daemon.producer = Producer()
+    daemon.producer = _Producer()
     rng = np.random.default_rng(1)
     X = rng.normal(size=(4000, 5))
     labels = np.where(np.arange(4000) < 3000, X[:, 0] > 0, X[:, 1] > 0)  # the concept changes at offset 3000
+    records = _labelled_records(X, labels)
     with caplog.at_level(logging.WARNING, logger="robustream.daemon"):
-        for i, (x, y) in enumerate(zip(X, labels)):
-            message = {"id": str(i), "x": {f"f{j}": float(v) for j, v in enumerate(x)}, "y": int(y)}
-            daemon.process("in", 0, i, None, json.dumps(message).encode())
+        for start in range(0, 4000, 500):  # polls of 500 messages
+            daemon.process_batch({TopicPartition("in", 0): records[start:start + 500]})
     drifts = [r.getMessage() for r in caplog.records if "concept drift" in r.getMessage()]
     # found as the 13th rebuild starts (with rebuild_lag, 100 messages before that rebuild is applied)
     assert len(drifts) == 1 and drifts[0].startswith("concept drift at in/0/3249: "), drifts
-    daemon.metrics.publish(daemon._tally)  # as process_batch does after each poll
     assert daemon.metrics.value("robustream_concept_drifts_total") == 1
+    # each rebuild timed once: with rebuild_lag the message whose rebuild found the drift was timed as a
+    # rebuild, and the one that applied that rebuild 100 messages later once more
+    model = daemon.model
+    timed = daemon.metrics.value("robustream_rebuild_duration_seconds_count")
+    assert timed == model.n_rebuilds_ + model.n_failed_rebuilds_, (timed, model.n_rebuilds_)
 
 
 def test_a_checkpoint_that_cannot_be_written_is_retried_after_a_backoff_not_at_every_poll(tmp_path, monkeypatch):
@@ -830,3 +847,83 @@ def test_negative_labels_are_read_without_an_equals_sign():
     assert resolve(build_parser().parse_args(argv), environ={}).label_values == [-1, 1]
     for untouched in (["serve", "--labels", "--group-id", "g"], ["serve", "--group-id", "-1"]):
         assert _joined_negative_labels(untouched) == untouched
+
+
+def _gauges_of(daemon) -> dict:
+    return {n: daemon.metrics.value(n) for n in ("robustream_prequential_accuracy", "robustream_model_version",
+                                                 "robustream_last_rebuild_timestamp_seconds")}  # fmt: skip
+
+
+def test_a_restarted_daemon_shows_its_last_rebuild_and_no_accuracy_before_it_has_one(tmp_path):
+    # the last rebuild's time read 0 after a restart ("56 years ago" on the dashboard), and the accuracy
+    # 0 ("every prediction wrong") until the first labelled message
+    import math
+
+    from robustream.daemon.service import Daemon
+
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9",
+            "--param", "rebuild_every=100"]  # fmt: skip
+    daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    assert math.isnan(_gauges_of(daemon)["robustream_prequential_accuracy"])
+    from kafka import TopicPartition
+
+    daemon.producer = _Producer()
+    X = np.random.default_rng(0).normal(size=(250, 3))
+    daemon.process_batch({TopicPartition("in", 0): _labelled_records(X, X[:, 0] > 0)})
+    before = _gauges_of(daemon)
+    assert before["robustream_model_version"] == 2 and before["robustream_last_rebuild_timestamp_seconds"] > 1e9
+    assert daemon._flush_and_checkpoint(timeout=1.0) is not None
+    daemon.store.release()
+    restarted = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    after = _gauges_of(restarted)
+    assert after["robustream_model_version"] == 2
+    assert after["robustream_last_rebuild_timestamp_seconds"] == before["robustream_last_rebuild_timestamp_seconds"]
+    assert math.isnan(after["robustream_prequential_accuracy"])  # this process has scored nothing yet
+    restarted.store.release()
+
+
+def test_lag_gauges_of_partitions_this_member_no_longer_owns_are_dropped(tmp_path):
+    # a poll can return while the group rejoins, with the revoked partitions still assigned: the lag update
+    # set their gauges again after the revocation had removed them, and nothing removed them afterwards (a
+    # real rebalance shows it in about one run of four; this consumer answers as kafka-python's does then)
+    from kafka import TopicPartition
+
+    from robustream.daemon.service import Daemon
+
+    class Consumer:
+        def __init__(self, partitions):
+            self.partitions = partitions
+
+        def assignment(self):
+            return {TopicPartition("in", p) for p in self.partitions}
+
+        def highwater(self, tp):
+            return 1000
+
+        def position(self, tp, timeout_ms=None):
+            return 400
+
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9"]
+    daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    daemon.consumer = Consumer([0, 1])
+    daemon._on_revoked([TopicPartition("in", 0), TopicPartition("in", 1)])
+    daemon._update_lag()  # mid-join: both still assigned
+    daemon.consumer = Consumer([0])  # the join completed: partition 1 went to another member
+    daemon._update_lag()
+    exported = generate_latest(daemon.metrics.registry).decode()
+    assert 'robustream_consumer_lag_messages{partition="0"} 600.0' in exported
+    assert 'partition="1"' not in exported
+    daemon.store.release()
+
+
+def test_a_dead_letter_cut_inside_a_character_keeps_its_text():
+    from robustream.daemon.codec import DEAD_LETTER_RAW_LIMIT
+
+    raw = json.dumps({"id": 1, "x": {"a": 1}, "note": "\u20ac" * DEAD_LETTER_RAW_LIMIT}, ensure_ascii=False).encode()
+    for extra in range(3):  # the cut falls after each byte of a 3-byte character
+        letter = dead_letter(b" " * extra + raw, error="too big", topic="in", partition=0, offset=5)
+        assert letter["raw_truncated"] and "raw_base64" not in letter
+        assert len(letter["raw"].encode()) > DEAD_LETTER_RAW_LIMIT - 3
+        assert (b" " * extra + raw).startswith(letter["raw"].encode())
+    letter = dead_letter(b"\xff" + raw, error="bad", topic="in", partition=0, offset=6)  # not UTF-8: base64
+    assert letter["raw"] is None and letter["raw_base64"]

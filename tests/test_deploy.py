@@ -196,6 +196,11 @@ def test_dashboard_structure():
     for w in wanted:
         assert w in lowered, w
     assert any("histogram_quantile" in e for e in dashboard_exprs())
+    # "All" of a filter means its values (robustream's jobs and replicas): an allValue of ".*" also
+    # matched Prometheus's own target, so "targets up" read one more than the replicas
+    for var in dash["templating"]["list"]:
+        if var.get("includeAll"):
+            assert "allValue" not in var, var["name"]
     # provisioning: the datasource uid and the dashboards folder agree with the compose mounts
     ds = load_yaml(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml")["datasources"][0]
     assert ds["type"] == "prometheus" and ds["url"] == "http://prometheus:9090"

@@ -104,8 +104,19 @@ def _reject_constant(name: str) -> float:
     raise InvalidMessage(f"{name} is not a finite number")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON readers disagree on a repeated name (RFC 8259 leaves it open): {"y": 1, "y": null} would be
+    # read here as unlabelled, elsewhere as labelled
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise InvalidMessage(f"the name {repeated!r} appears twice in one object")
+    return obj
+
+
 # built once: json.loads(text, parse_constant=...) would build a decoder and its scanner per message
-_JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
 
 
 def decode_message(
@@ -241,10 +252,15 @@ def dead_letter(raw: bytes | None, *, error: str, topic: str, partition: int, of
     data = raw or b""
     truncated = len(data) > DEAD_LETTER_RAW_LIMIT
     data = data[:DEAD_LETTER_RAW_LIMIT]
-    try:
-        record["raw"] = data.decode("utf-8") if raw is not None else None
-    except UnicodeDecodeError:
-        record["raw"] = None
+    text = None
+    if raw is not None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if truncated and exc.reason == "unexpected end of data":  # the cut fell inside a character
+                text = data[: exc.start].decode("utf-8")
+    record["raw"] = text
+    if raw is not None and text is None:
         record["raw_base64"] = base64.b64encode(data).decode("ascii")
     if truncated:
         record["raw_truncated"] = True

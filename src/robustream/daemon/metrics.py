@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 import bisect
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -179,15 +180,17 @@ class DaemonMetrics:
             "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers", registry=r
         )
         self.prequential_accuracy = Gauge(
-            "robustream_prequential_accuracy", "Accuracy (0-1) of predictions on the recent labelled messages",
-            registry=r,
+            "robustream_prequential_accuracy", "Accuracy (0-1) of predictions on the recent labelled messages "
+            "(NaN until this process has scored one)", registry=r,
         )  # fmt: skip
+        self.prequential_accuracy.set(math.nan)  # 0 would read as "every prediction wrong"
         self.coreset_rows = Gauge("robustream_coreset_rows", "Rows in the learner's maintained coreset", registry=r)
         self.consumer_lag = Gauge(
             "robustream_consumer_lag_messages", "Messages behind the end of each assigned partition", ["partition"],
             registry=r,
         )  # fmt: skip
-        self.model_version = Gauge("robustream_model_version", "Model version (number of rebuilds)", registry=r)
+        self.model_version = Gauge("robustream_model_version", "Model version: rebuilds of the robustream learners "
+                                   "(kept across restarts), else samples learned", registry=r)
         self.last_rebuild = Gauge(
             "robustream_last_rebuild_timestamp_seconds", "Unix time of the last successful rebuild", registry=r
         )

@@ -257,6 +257,7 @@ class Daemon:
             raise ValueError(f"--checkpoint-dir {cfg.checkpoint_dir}: cannot keep checkpoints there ({problem})") from None
         try:
             self._fell_back = False
+            self._last_rebuild_at: float | None = None  # Unix time of the last successful rebuild (checkpointed)
             # after a fallback to an older checkpoint: the partitions this member may take back to that
             # checkpoint's offsets, each decided once (see _seek_to_checkpoint)
             self._rewind: set[tuple[str, int]] = set()
@@ -273,6 +274,7 @@ class Daemon:
             self._last_marks: dict[tuple[str, int], list[int]] = {}  # of the last record processed per partition
             self._verifying: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (checkpoint offset, group's)
             self._past_end_since: dict[TopicPartition, float] = {}  # position seen past the fetch's high watermark
+            self._lag_labels: set[str] = set()  # partitions with a consumer-lag gauge
             self._commit_error: KafkaError | None = None
             self._refusals = _RateLimitedLog(log, REPEAT_SECONDS)  # a topic refusing everything: one line a minute
             self.model, self.checkpoint_offsets = self._restore()
@@ -323,6 +325,11 @@ class Daemon:
             )
         log.info("restored %s (%d partition offsets)", ckpt.path, len(ckpt.offsets))
         self._restored_learned = int(ckpt.meta.get("samples_learned", 0))
+        last_rebuild = ckpt.meta.get("last_rebuild_at")  # absent from checkpoints written before it was kept
+        if isinstance(last_rebuild, (int, float)) and not isinstance(last_rebuild, bool) and math.isfinite(last_rebuild):
+            # else the gauge reads 0 after every restart until the next rebuild ("56 years since the last one")
+            self._last_rebuild_at = float(last_rebuild)
+            self.metrics.last_rebuild.set(self._last_rebuild_at)
         if self._fell_back:
             self._rewind = set(ckpt.offsets)
         self.checkpoint_marks = {(str(t), int(p)): [int(ts), int(crc)]
@@ -405,7 +412,8 @@ class Daemon:
 
     def process(self, topic: str, partition: int, offset: int, key: bytes | None, raw: bytes | None) -> bool:
         """Decode, predict, learn, and queue the output record of one input message; counts it in the
-        batch tally. True when learning it rebuilt the model (successfully or not)."""
+        batch tally. True when learning it completed a rebuild (successfully or not); a concept drift found
+        as a background rebuild starts (``rebuild_lag``) is not one: that rebuild completes later."""
         tally = self._tally
         try:
             msg = self._decode(raw)
@@ -441,8 +449,9 @@ class Daemon:
                         "were dropped (%d drift(s) since the model was created)", topic, partition, offset, after[2])
         self._publish_model_gauges()
         if after[0] != before[0]:
-            self.metrics.last_rebuild.set(time.time())
-        return True
+            self._last_rebuild_at = time.time()
+            self.metrics.last_rebuild.set(self._last_rebuild_at)
+        return after[:2] != before[:2]
 
     def _predict_and_learn(self, msg, parts: list) -> tuple[bytes, str]:
         """The encoded prediction record and the outcome (ok: labelled and learned; predict_only).
@@ -607,7 +616,8 @@ class Daemon:
             marks = sorted([t, p, *mark] for (t, p), mark in self.checkpoint_marks.items()
                            if (t, p) in self.checkpoint_offsets)  # fmt: skip
             meta = {**self._learner_meta(), "saved_at": time.time(), "model_version": self._model_version(),
-                    "samples_learned": self.n_learned, "last_records": marks}  # fmt: skip
+                    "samples_learned": self.n_learned, "last_records": marks,
+                    "last_rebuild_at": self._last_rebuild_at}  # fmt: skip
             try:
                 self.store.save(self.model, self.checkpoint_offsets, meta)
             except (OSError, ValueError) as exc:  # ValueError: StateError, or a value JSON cannot hold
@@ -775,7 +785,17 @@ class Daemon:
         self._backoff = min(self._backoff * 2, 30.0)
 
     def _update_lag(self) -> None:
-        for tp in self.consumer.assignment():
+        assignment = self.consumer.assignment()
+        # a poll may return while the group rejoins, with the revoked partitions still assigned: their
+        # gauges were set again after the revocation removed them; drop every one this member no longer owns
+        owned = {str(tp.partition) for tp in assignment}
+        for label in self._lag_labels - owned:
+            try:
+                self.metrics.consumer_lag.remove(label)
+            except KeyError:
+                pass
+        self._lag_labels &= owned
+        for tp in assignment:
             high = self.consumer.highwater(tp)
             if high is None:
                 continue
@@ -797,6 +817,7 @@ class Daemon:
                 continue
             self._past_end_since.pop(tp, None)
             self.metrics.consumer_lag.labels(partition=str(tp.partition)).set(max(0, high - position))
+            self._lag_labels.add(str(tp.partition))
 
     def _end_offset(self, tp: TopicPartition) -> int | None:
         """The partition leader's end offset (ListOffsets), or None when it cannot tell. Some brokers answer
