@@ -1291,3 +1291,84 @@ def test_coreset_learner_on_noisy_mushrooms_stays_accurate_after_every_rebuild(s
         if core.n_rebuilds_ > rebuilds:
             errors.append(np.mean([model.predict_one(x) != y for x, y in zip(test_rows, test_labels)]))
     assert len(errors) == 6 and max(errors[1:]) < 0.05, errors  # the first, on 250 rows: 13 - 22%
+
+
+def test_the_warm_start_keeps_no_weight_of_a_feature_that_left_while_rebuilds_fail():
+    # a rare class (one positive per 1,500 rows: never two in a window) and ever-new keys (hashed tokens):
+    # every rebuild fails, and the warm start's weights grew by every row's keys (200,000 after 20,000 rows)
+    model = RGDSVMClassifier(window_size=1000, coreset_size=500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(1, 6001):
+            model.learn_one({f"tok{10 * i + j}": 1.0 for j in range(10)}, i % 1500 == 0)
+    assert model.n_rebuilds_ == 0 and model.n_failed_rebuilds_ == 24
+    buffered = {k for row, _ in model._buffer.rows() for k in row}
+    assert set(model.weights) <= buffered and len(model.weights) <= 10 * 1000
+
+
+@pytest.mark.parametrize("lag", [0, 60])
+@pytest.mark.parametrize("make", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
+def test_clone_with_attributes_continues_as_the_original(make, lag):
+    # River copied the learned state attribute by attribute: the last solution's rows stopped being the
+    # buffer's rows (the next polish started from zeros: another model), and a running background
+    # rebuild's future could not be copied (TypeError: cannot pickle '_thread.RLock')
+    stream = list(_noisy_stream(1000, d=5, flip=0.1, seed=3))
+    model = make(rebuild_every=100, rebuild_lag=lag, window_size=300, coreset_size=100)
+    _learn(model, stream[:450])
+    assert (model._pending is not None) == bool(lag)
+    clone = model.clone(include_attributes=True)
+    fresh = model.clone()
+    assert fresh.n_rebuilds_ == 0 and not fresh._buffer.rows()
+    _learn(model, stream[450:])
+    _learn(clone, stream[450:])
+    assert clone.weights == model.weights and clone.intercept_ == model.intercept_
+
+
+def test_numpy_string_keys_are_learned_as_the_python_keys_they_equal(tmp_path):
+    # dict(zip(np.array(names), row)) gives np.str_ keys: the learner's save refused them, and a model saved
+    # by save_model came back with str keys in another column order (a different model from then on)
+    from robustream import load_model, save_model
+
+    names = np.array([f"f{j}" for j in range(5)])
+    stream = [({**dict(zip(names, np.array([x[f] for f in names]))), **({np.str_(f"new{i // 300}"): 1.0} if i >= 450 else {})},
+               y, c) for i, (x, y, c) in enumerate(_noisy_stream(900, d=5, seed=4))]  # fmt: skip
+    for make in (RGDSVMClassifier, CoresetSVMClassifier):
+        straight = make(rebuild_every=100, window_size=300, coreset_size=100)
+        _learn(straight, stream)
+        assert all(type(k) is str for k in straight.weights)
+        for save, load in ((lambda m, p: m.save(p), make.load), (save_model, load_model)):
+            model = make(rebuild_every=100, window_size=300, coreset_size=100)
+            _learn(model, stream[:450])
+            save(model, tmp_path / "m.json")
+            model = load(tmp_path / "m.json")
+            _learn(model, stream[450:])
+            assert model.weights == straight.weights and model.intercept_ == straight.intercept_
+
+
+def test_mini_batches_of_the_wrong_length_or_empty_are_handled_as_in_river():
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [1.0, -1.0, 2.0, -2.0], "b": [0.5, 0.1, -0.5, 0.2]})
+    model = RGDSVMClassifier()
+    with pytest.raises(ValueError, match=r"^X has 4 rows but y has 2 labels$"):
+        model.learn_many(frame, pd.Series([True, False]))  # zip learned 2 rows and dropped 2 before
+    assert not model._buffer.rows()
+    empty = frame.iloc[:0]
+    assert model.predict_proba_many(empty).dtypes.tolist() == [np.float64, np.float64]
+    assert model.predict_many(empty).dtype == bool
+
+
+def test_a_checksummed_file_of_another_structure_is_refused_as_such(tmp_path):
+    model = RGDSVMClassifier(rebuild_every=50)
+    _learn(model, list(_noisy_stream(120, seed=5)))
+    model.save(tmp_path / "m.json")
+    payload = persist.load(tmp_path / "m.json")
+    damaged = [
+        {**payload, "params": {**payload["params"], "a_newer_parameter": 1}},
+        {**payload, "state": {k: v for k, v in payload["state"].items() if k != "weights"}},
+        {**payload, "state": {**payload["state"], "coreset": [["window", 10**6]]}},
+    ]
+    for i, bad in enumerate(damaged):
+        persist.dump(bad, tmp_path / f"bad{i}.json")  # a valid checksum over the wrong content
+        with pytest.raises(persist.CorruptModelError, match=rf"bad{i}\.json: not a RGDSVMClassifier this version can read"):
+            RGDSVMClassifier.load(tmp_path / f"bad{i}.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import math
@@ -327,7 +328,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         # canonical key order: everything downstream is independent of the order features arrive in
         keys = tuple(x)
         if keys != self._arrival_keys:  # streams mostly repeat one key order: sort it once
-            self._arrival_keys, self._canonical_keys = keys, sorted(keys, key=key_order)
+            # NumPy keys (np.str_ from dict(zip(np.array(names), row))) as the Python ones they equal: a
+            # saved model stores Python keys, and the key order must not change across a save and load
+            self._arrival_keys = keys
+            self._canonical_keys = sorted((k.item() if isinstance(k, np.generic) else k for k in keys), key=key_order)
         row = numeric_row(x, self._canonical_keys)
         limit = self._LARGEST_VALUE
         # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there;
@@ -425,6 +429,9 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         n_pos = int((signs > 0).sum())
         if n_pos < 2 or signs.size - n_pos < 2:
             self.n_failed_rebuilds_ += 1
+            if self.n_rebuilds_ == 0:  # the warm start learns every row: keep the weights of buffered features
+                buffered = set(matrix[0])  # only, or ever-new keys (hashed tokens) would grow them without bound
+                self.weights = {k: v for k, v in self.weights.items() if k in buffered}
             return None
         context = self._fit_context(n_pos, signs.size - n_pos, matrix)
         if self._support:  # the last solution's convex coefficients: where this solve's polish starts
@@ -584,6 +591,18 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _after_fit(self, context: dict) -> None:
         """Install what a successful solve left in ``context`` (on the caller's thread)."""
 
+    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
+        """River's ``clone``; with ``include_attributes`` the learned state is copied in one deep copy
+        (River copies attribute by attribute, so the last solution's rows stopped being the buffer's rows
+        and a running background rebuild took its process pool along)."""
+        clone = super().clone(new_params)
+        if include_attributes:
+            params = clone._get_params()
+            for attr, value in copy.deepcopy(self.__getstate__()).items():
+                if attr not in params:
+                    setattr(clone, attr, value)
+        return clone
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         if self._pending is not None:  # a copy recomputes the running rebuild from its snapshot
@@ -599,18 +618,21 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     # -- mini-batch API ------------------------------------------------------------------------
     def learn_many(self, X, y) -> None:
+        if len(X) != len(y):  # zip would silently learn only the rows that have a label
+            raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
         for x, target in zip(_dict_rows(X), y):
             self.learn_one(x, target)
 
     def predict_proba_many(self, X):
         import pandas as pd
 
-        return pd.DataFrame([self.predict_proba_one(x) for x in _dict_rows(X)], index=X.index, columns=[False, True])
+        return pd.DataFrame([self.predict_proba_one(x) for x in _dict_rows(X)], index=X.index, columns=[False, True],
+                            dtype=float)  # fmt: skip
 
     def predict_many(self, X):
         import pandas as pd
 
-        return pd.Series([self.predict_one(x) for x in _dict_rows(X)], index=X.index)
+        return pd.Series([self.predict_one(x) for x in _dict_rows(X)], index=X.index, dtype=bool)
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
@@ -623,8 +645,12 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         payload = persist.load(path)
         if payload.get("class") != cls.__name__:
             raise persist.CorruptModelError(f"{path}: holds a {payload.get('class')!r}, not a {cls.__name__}")
-        model = cls(**payload["params"])
-        model._set_state(payload["state"])
+        try:
+            model = cls(**payload["params"])
+            model._set_state(payload["state"])
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # checksummed, but not ours
+            raise persist.CorruptModelError(f"{path}: not a {cls.__name__} this version can read "
+                                            f"({type(exc).__name__}: {exc})") from None
         return model
 
     def _state(self) -> dict:

@@ -68,8 +68,10 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     model is rebuilt on coreset + window with the RGD-tree solver (optional JL sketch -> pruned,
     boosted RGD-tree -> convex polish on the inliers -> map back -> trim and refit), and the
     coreset is refreshed with the rows carrying the solution's convex coefficients plus the
-    lowest-margin inliers. Memory: at most ``coreset_size + window_size`` rows. Until the first
-    rebuild the model predicts with a passive-aggressive (PA-I, C = 0.01) warm start.
+    lowest-margin inliers. Memory: at most ``coreset_size + window_size`` buffered rows, whatever the
+    stream's length; until the next rebuild the last solution also keeps its rows that have left the
+    window (at most ``rebuild_every``), and with ``rebuild_lag`` the running rebuild keeps its snapshot.
+    Until the first rebuild the model predicts with a passive-aggressive (PA-I, C = 0.01) warm start.
 
     Labels are read as booleans (``True`` is the positive class); probabilities are
     ``sigmoid(a * margin)`` with the slope ``a`` fitted on every row of the last rebuild, outliers
