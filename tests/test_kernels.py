@@ -299,3 +299,34 @@ def test_on_binary_rows_with_exact_ties_kernels_and_references_reach_the_same_op
         c = fn(K, g, sign, coef, cap, ww, 1e-9 * ww, 200_000)[0]
         norms.append(np.linalg.norm(X.T @ (sign * c)))
     np.testing.assert_allclose(norms, norms[0], rtol=1e-4)
+
+
+def test_selection_kernels_refuse_a_rank_outside_their_arrays():
+    # under numba (no bounds checks) k = 0 wrote into an empty array and k >= n read past the histogram;
+    # plain Python raised IndexError: the kernels and their references now agree on a ValueError
+    values = np.linspace(-1.0, 1.0, 100)
+    for kernel, reference in ((S.kth_smallest, S.kth_smallest_reference),):
+        for k in (-1, 100, 150):
+            for f in (kernel, reference):
+                with pytest.raises(ValueError, match="k must be in"):
+                    f(values, k)
+    for f in (S.smallest_k_indices, S.smallest_k_indices_reference):
+        assert f(values, 0).size == 0 and f(values, -3).size == 0 and f(values, 100).size == 100
+    proj = np.random.default_rng(0).normal(size=(3, 4))
+    for f in (S.trimmed_widths, S.trimmed_widths_reference):
+        with pytest.raises(ValueError, match="each class must keep at least one point"):
+            f(proj, proj, 4, 0, np.ones(3))
+        with pytest.raises(ValueError, match="each class must keep at least one point"):
+            f(proj, proj, 0, -1, np.ones(3))
+
+
+@pytest.mark.parametrize("kernel", ["gilbert", "gilbert_reference"])
+def test_gilbert_does_not_claim_convergence_when_its_steps_underflow(kernel):
+    # rows near the float floor: the segment's squared length underflows to 0 at the first step, which
+    # was taken for convergence with |w| 12 times the hulls' distance
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(size=(10, 3)) + 3.0, rng.normal(size=(10, 3)) - 3.0] * 2.0**-510
+    sign = np.r_[np.ones(10), -np.ones(10)]
+    coef0 = np.full(20, 0.1)
+    coef, n_iter, converged = getattr(G, kernel)(X, sign, coef0, 1e-3, 5000)
+    assert not converged

@@ -90,9 +90,8 @@ def gilbert(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, tol: float, max_
         for k in range(d):
             diff = w[k] - (X[ip, k] - X[iq, k])
             dist2 += diff * diff
-        if dist2 <= _EPS:
-            converged = True
-            break
+        if dist2 <= _EPS:  # w = v is caught above: only values near the float floor (underflow) get here
+            break  # no step can be taken, and Definition 5 was not shown: not converged
         t = (ww - wv) / dist2
         if t > 1.0:
             t = 1.0
@@ -127,7 +126,6 @@ def gilbert_reference(X: np.ndarray, sign: np.ndarray, coef0: np.ndarray, tol: f
         v = X[ip] - X[iq]
         dist2 = float((w - v) @ (w - v))
         if dist2 <= _EPS:
-            converged = True
             break
         t = min((ww - wv) / dist2, 1.0)
         coef *= 1.0 - t

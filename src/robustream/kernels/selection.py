@@ -125,12 +125,17 @@ def _histogram_select(buf: np.ndarray, m: int, r: int, counts: np.ndarray) -> fl
 
 @njit(cache=True, nogil=True)
 def kth_smallest(values: np.ndarray, k: int) -> float:
-    """The k-th smallest entry (0-based) of a 1-D array, without modifying it."""
+    """The k-th smallest entry (0-based) of a 1-D array, without modifying it; ValueError unless
+    0 <= k < len(values) (the selection would read and write past its arrays)."""
+    if not 0 <= k < values.shape[0]:
+        raise ValueError("kth_smallest: k must be in [0, len(values))")
     return _histogram_select(values.copy(), values.shape[0], k, np.empty(SELECT_BUCKETS, dtype=np.int64))
 
 
 def kth_smallest_reference(values: np.ndarray, k: int) -> float:
     """NumPy reference for :func:`kth_smallest`."""
+    if not 0 <= k < values.shape[0]:
+        raise ValueError("kth_smallest: k must be in [0, len(values))")
     return float(np.partition(values, k)[k])
 
 
@@ -152,8 +157,11 @@ def trimmed_widths(
     Row ``j`` of ``proj_pos`` (``proj_neg``) holds the projections of the positive (negative) points
     on direction ``j`` (unnormalised); the width is ``(the (n_discard_pos)-th smallest positive
     projection - the (n_discard_neg)-th largest negative projection) / norms[j]``. It is negative
-    when the trimmed classes overlap along that direction.
+    when the trimmed classes overlap along that direction. ValueError unless each class keeps a point
+    (``0 <= n_discard < its number of points``).
     """
+    if not (0 <= n_discard_pos < proj_pos.shape[1] and 0 <= n_discard_neg < proj_neg.shape[1]):
+        raise ValueError("trimmed_widths: each class must keep at least one point (0 <= n_discard < n)")
     m = proj_pos.shape[0]
     out = np.empty(m)
     buf_pos = np.empty(proj_pos.shape[1])
@@ -173,6 +181,8 @@ def trimmed_widths_reference(
     proj_pos: np.ndarray, proj_neg: np.ndarray, n_discard_pos: int, n_discard_neg: int, norms: np.ndarray
 ) -> np.ndarray:
     """NumPy reference for :func:`trimmed_widths`."""
+    if not (0 <= n_discard_pos < proj_pos.shape[1] and 0 <= n_discard_neg < proj_neg.shape[1]):
+        raise ValueError("trimmed_widths: each class must keep at least one point (0 <= n_discard < n)")
     low_pos = np.partition(proj_pos, n_discard_pos, axis=1)[:, n_discard_pos]
     high_neg = -np.partition(-proj_neg, n_discard_neg, axis=1)[:, n_discard_neg]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -182,8 +192,11 @@ def trimmed_widths_reference(
 
 @njit(cache=True, nogil=True)
 def smallest_k_indices(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k smallest entries (in index order; ties at the threshold by lowest index)."""
+    """Indices of the k smallest entries (in index order; ties at the threshold by lowest index); all of
+    them for k >= len(values), none for k <= 0."""
     n = values.shape[0]
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
     if k >= n:
         return np.arange(n)
     threshold = kth_smallest(values, k - 1)
@@ -205,6 +218,8 @@ def smallest_k_indices(values: np.ndarray, k: int) -> np.ndarray:
 def smallest_k_indices_reference(values: np.ndarray, k: int) -> np.ndarray:
     """NumPy reference for :func:`smallest_k_indices` (same tie rule)."""
     n = values.shape[0]
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
     if k >= n:
         return np.arange(n)
     order = np.lexsort((np.arange(n), values))  # stable: ties by lowest index
