@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import re
 from pathlib import Path
 
 import numpy as np
@@ -171,7 +172,7 @@ def test_shared_dataset_with_max_samples(tmp_path):
         (["{garbage}"], "DATASET"),
         (["no-such-dataset-name"], "unknown data set"),
         (["{one_class}"], "every label is 7.0; replay needs two classes or more"),
-        (["{empty}"], "empty.svm: no rows"),
+        (["{empty}"], "empty.svm: no data rows"),
         (["{data}", "--max-samples", "3"], "only 3 rows (--max-samples 3), too few to replay"),
         (["{data}", "--learner", "rgd", "--param", "seed=abc"], "seed must be a non-negative integer, got 'abc'"),
     ],
@@ -197,6 +198,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, cap
     assert code == 2
     assert message in err
     assert err.startswith("robustream replay: error: ") and err.count("\n") == 1
+    assert not re.search(r"DATASET (\S+)[:,] \1", err)  # a message that names the file names it once
     assert "Traceback" not in err
     assert not (tmp_path / "out" / "replay.json").exists()
 

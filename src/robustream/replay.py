@@ -143,7 +143,10 @@ def _load(name: str, label_column: int = 0):
     try:
         return datasets.load(name, label_column=label_column)
     except (FileNotFoundError, ValueError) as exc:
-        raise ReplayError(f"DATASET {name}: {exc}") from None
+        message = str(exc)
+        if message.startswith(name) and message[len(name):len(name) + 1] in (":", ","):
+            raise ReplayError(f"DATASET {message}") from None  # it names the file already
+        raise ReplayError(f"DATASET {name}: {message}") from None
     except (OSError, EOFError, UnicodeError) as exc:
         raise ReplayError(f"DATASET {name}: cannot read it ({type(exc).__name__}: {exc})") from None
 
@@ -445,9 +448,7 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ReplayError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
 
-    data = _load(args.dataset, label_column)
-    if data.n_samples == 0:
-        raise ReplayError(f"DATASET {data.name}: no rows")
+    data = _load(args.dataset, label_column)  # a file without rows is refused by the loader
     if len(data.classes) < 2:
         raise ReplayError(f"DATASET {data.name}: every label is {data.classes[0]!r}; replay needs two classes or more")
     classes = np.unique(data.y)
