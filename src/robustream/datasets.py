@@ -248,9 +248,9 @@ def read_svmlight(
         label_lines.append(lineno)
         feats = toks[1:]
         if "qid:" in line:
-            qids = [t for t in feats if t.startswith("qid:")]
-            if any(not t[4:].isdigit() for t in qids):  # a query id is a non-negative integer
-                _svm_error(path, lineno, f"expected 'qid:<integer>', got {next(t for t in qids if not t[4:].isdigit())!r}")
+            bad = next((t for t in feats if t.startswith("qid:") and not t[4:].isdigit()), None)
+            if bad is not None:  # a query id is a non-negative integer
+                _svm_error(path, lineno, f"expected 'qid:<integer>', got {bad!r}")
             feats = [t for t in feats if not t.startswith("qid:")]
         n_tok = len(feats)
         if n_tok:
@@ -416,7 +416,7 @@ def read_csv(
     label_column: int = 0,
     header: bool | None = None,
     *,
-    delimiter: str = ",",
+    delimiter: str | None = ",",
     drop_columns: Sequence[int] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Read a dense delimited text file with one label column.
@@ -433,8 +433,10 @@ def read_csv(
         line is a header if it holds text and no number, or if a column holds
         text on the first line and a number on the second.  A first line of
         numbers is read as data (pass ``True`` for a header of column numbers).
-    delimiter : str, default ","
-        Field separator.  Fields are stripped of spaces; a field in double
+    delimiter : str or None, default ","
+        Field separator (``None``: ``;`` or a tab when every one of the
+        first 20 lines holds as many of them, else ``,``, as :func:`load`
+        reads a CSV file).  Fields are stripped of spaces; a field in double
         quotes may hold the separator (``"1,250.5"`` is one field, which is then
         not a number).
     drop_columns : sequence of int, default ()
@@ -468,6 +470,8 @@ def read_csv(
     label_column = _column_number("label_column", label_column)
     drop_columns = [_column_number("drop_columns", c) for c in drop_columns]
     text = _read_text(path)
+    if delimiter is None:
+        delimiter = _sniff_delimiter(text)
     lines = [(i, ln) for i, ln in enumerate(_lines(text), 1) if ln.strip()]
     if not lines:
         return np.zeros((0, 0)), np.zeros(0)
@@ -901,7 +905,7 @@ def _load_path(path: Path, dense: bool | None, binary: bool, label_column: int, 
         X, y_raw = read_svmlight(path)
         sparse_source = True
     elif fmt == "csv":
-        delimiter = "\t" if _base_suffix(path) == ".tsv" else _sniff_delimiter(_read_text(path))
+        delimiter = "\t" if _base_suffix(path) == ".tsv" else None  # None: sniffed from the text read_csv reads
         X, y_raw = read_csv(path, label_column=label_column, header=header, delimiter=delimiter)
     else:
         X, y_raw = read_dense(path)

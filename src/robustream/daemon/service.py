@@ -681,10 +681,7 @@ class Daemon:
             self.next_offsets.pop((tp.topic, tp.partition), None)
             self._past_end_since.pop(tp, None)
             self._verifying.pop(tp, None)
-            try:
-                self.metrics.consumer_lag.remove(str(tp.partition))
-            except KeyError:
-                pass
+        self._drop_lag_gauges({str(tp.partition) for tp in revoked})
 
     def _seek_to_checkpoint(self, batch: dict) -> dict:
         """For newly assigned partitions, skip ahead to the checkpoint's offset when the group's committed
@@ -788,13 +785,7 @@ class Daemon:
         assignment = self.consumer.assignment()
         # a poll may return while the group rejoins, with the revoked partitions still assigned: their
         # gauges were set again after the revocation removed them; drop every one this member no longer owns
-        owned = {str(tp.partition) for tp in assignment}
-        for label in self._lag_labels - owned:
-            try:
-                self.metrics.consumer_lag.remove(label)
-            except KeyError:
-                pass
-        self._lag_labels &= owned
+        self._drop_lag_gauges(self._lag_labels - {str(tp.partition) for tp in assignment})
         for tp in assignment:
             high = self.consumer.highwater(tp)
             if high is None:
@@ -818,6 +809,12 @@ class Daemon:
             self._past_end_since.pop(tp, None)
             self.metrics.consumer_lag.labels(partition=str(tp.partition)).set(max(0, high - position))
             self._lag_labels.add(str(tp.partition))
+
+    def _drop_lag_gauges(self, partitions: set[str]) -> None:
+        """Stop exporting the consumer lag of these partitions (labels): not this member's any more."""
+        for label in partitions & self._lag_labels:
+            self.metrics.consumer_lag.remove(label)
+        self._lag_labels -= partitions
 
     def _end_offset(self, tp: TopicPartition) -> int | None:
         """The partition leader's end offset (ListOffsets), or None when it cannot tell. Some brokers answer
@@ -860,10 +857,7 @@ class Daemon:
                     daemon.next_offsets.pop((tp.topic, tp.partition), None)
                     daemon._verifying.pop(tp, None)
                     daemon._past_end_since.pop(tp, None)
-                    try:
-                        daemon.metrics.consumer_lag.remove(str(tp.partition))
-                    except KeyError:
-                        pass
+                daemon._drop_lag_gauges({str(tp.partition) for tp in lost})
                 log.warning("lost %s", sorted(f"{tp.topic}/{tp.partition}" for tp in lost))
 
         return Listener()
