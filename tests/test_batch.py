@@ -425,3 +425,17 @@ def test_auto_without_a_holdout_row_left_falls_back_to_the_smallest_fraction():
     X, y = np.array([[-1.0, 0.0], [1.0, 0.0]]), np.array([0, 1])
     auto = RGDSVC(outlier_fraction="auto", random_state=0).fit(X, y)
     assert auto.outlier_fraction_ == AUTO_FRACTIONS[0] and auto.auto_scores_ == {} and auto.auto_sides_ == {}
+
+
+def test_a_fit_on_classes_that_give_no_direction_warns_and_says_why():
+    from sklearn.exceptions import ConvergenceWarning
+
+    points = np.random.default_rng(5).normal(size=(6, 2))
+    X, y = np.r_[points, points], np.r_[np.ones(6), np.zeros(6)]  # nothing discarded: the classes stay equal
+    with pytest.warns(ConvergenceWarning, match="RGDSVC: the classes gave no direction") as caught:
+        clf = RGDSVC(outlier_fraction=0.0, random_state=0).fit(X, y)
+    assert not any("max_iter" in str(w.message) for w in caught)  # not a step cap: more steps would not help
+    assert not clf.solutions_[0].converged
+    three = np.r_[points, points, points]  # the rest of each class is the class twice: same centroid
+    with pytest.warns(ConvergenceWarning, match="RGDSVC: 3 of 3 one-vs-rest problems gave no direction"):
+        RGDSVC(outlier_fraction=0.0, random_state=0).fit(three, np.repeat([0, 1, 2], 6))

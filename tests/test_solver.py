@@ -621,3 +621,34 @@ def test_nearest_point_without_a_start_keeps_rows_with_cap_zero_at_zero():
     assert ok and not coef[:5].any() and np.all(coef <= cap)
     ref, _, _ = nearest_point(X[5:], y[5:], np.ones(95))
     np.testing.assert_allclose(np.linalg.norm(X.T @ (y * coef)), np.linalg.norm(X[5:].T @ (y[5:] * ref)), rtol=1e-3)
+
+
+def _separable_with_a_wide_feature(std, n=200, seed=0):
+    """Classes a slab of width 2 apart along feature 0, plus an uninformative feature of standard
+    deviation ``std``: separable, with ``w.w`` near 1 against support rows of squared norm ``std**2``."""
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    return np.c_[y * (1.0 + rng.random(n)), rng.normal(0.0, std, n)], y
+
+
+@pytest.mark.parametrize("polish", ["hard", "auto"])
+def test_a_separating_hard_solution_is_kept_beside_a_feature_of_a_far_larger_scale(polish):
+    # the hard polish converged and separated, but its w.w (9.3) sat below a cut of 1e-10 times the
+    # largest support row's squared norm (1.5e3): it went soft, and "auto" ended at 58.5% training accuracy
+    X, y = _separable_with_a_wide_feature(1e6)
+    sol = solve(X, y, outlier_fraction=(0.0, 0.0), polish=polish, seed=0)
+    assert sol.polish == "hard" and sol.converged and sol.info["direction_found"]
+    assert np.mean(np.sign(X @ sol.coef + sol.intercept) == y) == 1.0
+    assert sol.margin_width > 1.9  # the slab is 2 wide along feature 0
+
+
+def test_classes_of_the_same_points_give_no_direction_and_do_not_claim_convergence():
+    points = np.random.default_rng(5).normal(size=(6, 2))
+    X, y = np.r_[points, points], np.r_[np.ones(6), -np.ones(6)]
+    for polish in ("hard", "soft", "auto"):
+        sol = solve(X, y, outlier_fraction=(0.0, 0.0), polish=polish, seed=0)
+        assert not sol.converged and not sol.info["direction_found"]
+        assert float(sol.coef @ sol.coef) < 1e-20  # rounding residue: what a converged flag used to certify
+    overlap, noisy, _ = _overlapping_labels()  # hulls that intersect at nu = 0.3 but not at a larger nu
+    sol = solve(overlap, noisy, outlier_fraction=(0.0, 0.0), polish="soft", nu=0.3, seed=0)
+    assert sol.converged and sol.info["direction_found"] and sol.info["nu"] > 0.3

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -115,7 +117,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         Relative epsilon of the polish (JL paper, Definition 5) and of the boosting test.
     max_iter : int, default=100_000
         Nearest-point (MDM) steps allowed per polish; a fit whose last polish stops there warns
-        with a ``ConvergenceWarning``. Features on very different scales slow the polish down:
+        with a ``ConvergenceWarning``, as does a fit whose classes give no direction (the same
+        points under both labels). Features on very different scales slow the polish down:
         standardise them (``sklearn.preprocessing.StandardScaler``).
     random_state : int, RandomState or None, default=None
         Seed of the tree's sampling and of the sketch.
@@ -256,9 +259,16 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             self.auto_scores_, self.auto_sides_ = {}, {}  # no candidates: not those of an earlier auto fit
         self._fit_models(X, y, self.outlier_fraction_, seed)
         self.n_iter_ = max(sol.polish_iterations for sol in self.solutions_)
-        stopped = sum(not sol.converged for sol in self.solutions_)
+        n_solves = len(self.solutions_)
+        no_direction = sum(not sol.info["direction_found"] for sol in self.solutions_)
+        stopped = sum(sol.info["direction_found"] and not sol.converged for sol in self.solutions_)
+        if no_direction:
+            which = "the classes" if n_solves == 1 else f"{no_direction} of {n_solves} one-vs-rest problems"
+            warnings.warn(f"RGDSVC: {which} gave no direction: their rows overlap at every nu (for example the "
+                          "same points under both labels), so the fitted hyperplane is rounding noise",
+                          ConvergenceWarning, stacklevel=2)  # fmt: skip
         if stopped:
-            which = "the polish" if len(self.solutions_) == 1 else f"{stopped} of {len(self.solutions_)} polishes"
+            which = "the polish" if n_solves == 1 else f"{stopped} of {n_solves} polishes"
             warn_stopped_at_cap(f"RGDSVC: {which}", "max_iter", self.max_iter, self.tol)
         return self
 

@@ -44,6 +44,8 @@ VALUE_RANGE = (1e-140, 1e140)  # largest |x| a solve accepts: squares and sums o
 CERTIFY_MIN_STEPS, CERTIFY_STEPS_PER_ROW = 20_000, 20  # certify_budget
 DENSE_TREE_BYTES = 2 << 30  # largest dense copy of sparse rows the tree makes without a sketch
 GROSS_ROW_DISTANCE = 25.0  # a row this many median distances from its class mean is left out of the tree's root
+# w.w at most this times the largest squared norm of the rows w combines is rounding residue: no direction
+NEGLIGIBLE_W2 = 1e-20
 
 
 @dataclass
@@ -60,7 +62,7 @@ class Solution:
     n_tree_nodes: int
     n_refits: int
     polish_iterations: int
-    converged: bool
+    converged: bool  # the last polish reached tol and found hulls that do not intersect (info['direction_found'])
     info: dict = field(default_factory=dict)
 
 
@@ -598,6 +600,19 @@ def _support_scale(row_sq: np.ndarray, coef: np.ndarray) -> float:
     return float(row_sq[support].max()) if support.any() else 0.0
 
 
+def negligible_direction(w: np.ndarray, support_scale: float) -> bool:
+    """Whether ``w``, a combination of rows whose largest squared norm is ``support_scale``, is 0 up
+    to rounding: ``w.w <= NEGLIGIBLE_W2 * support_scale``. The rows gave no direction (the same
+    points in both classes; reduced hulls that intersect at every ``nu``). The bound is relative to
+    the rows combined, not to their norms' spread: separable rows with one feature of standard
+    deviation 1e6 and a slab of width 2 along another have ``w.w`` near 1 against a scale of 1e13.
+
+    >>> negligible_direction(np.array([3e-17, 0.0]), 4.0), negligible_direction(np.array([1.0, 0.0]), 1e13)
+    (True, False)
+    """
+    return not np.any(w) or float(w @ w) <= NEGLIGIBLE_W2 * support_scale
+
+
 def _gap_floor(row_sq: np.ndarray, coef: np.ndarray) -> float:
     # intersecting (reduced) hulls have w = 0: an absolute floor on the gap ends that case
     return 1e-12 * _support_scale(row_sq, coef)
@@ -902,34 +917,35 @@ def solve(
         rows = Z if space == "sketch" else X
         start = _feasible_start(sign, inlier_mask, cap, previous, rows)
         coef, it, ok = nearest_in(space, cap, start)
-        # a converged solve separates unless w is 0 (gap <= tol ||w||^2 or the tiny floor), which
-        # polish_on tests anyway: the certificate is read only when the solve stopped short
-        return coef, it, ok, ok or separates(rows, sign, coef, cap)
+        # read the certificate even when the solve converged: it may have stopped at the absolute
+        # gap floor (_gap_floor), which on rows of very different norms is not below w.w
+        return coef, it, ok, separates(rows, sign, coef, cap)
 
     def polish_on(inlier_mask, soft, previous):
         """Polish; when the (reduced) hulls of the inliers intersect, shrink them.
 
-        Intersecting: ``w`` = 0, or no separation certificate (:func:`separates`) when the solve
-        stopped. A solve that ran out of steps without one had ``w`` shrinking towards 0: its
-        direction is noise (CoresetSVMClassifier on mushrooms with 15% flips: 64% training accuracy
-        at ``nu`` = 0.3 after 100,000 steps, 81% at the ``nu`` that gives disjoint hulls).
+        Intersecting: no separation certificate (:func:`separates`), or ``w`` is rounding residue
+        (:func:`negligible_direction`). A solve that ran out of steps without a certificate had ``w``
+        shrinking towards 0: its direction is noise (CoresetSVMClassifier on mushrooms with 15% flips:
+        64% training accuracy at ``nu`` = 0.3 after 100,000 steps, 81% at the ``nu`` that gives
+        disjoint hulls). The last flag: whether it found hulls that do not intersect (on rows that
+        give no direction, e.g. the same points in both classes, no ``nu`` does).
         """
         soft = soft or state["soft"]
         steps = 0
         for _ in range(8):
             coef, it, ok, separated = polish_once(inlier_mask, soft, state["nu"], previous)
             steps += it
-            w = _combine(X, sign, coef)
-            if separated and float(w @ w) > 1e-10 * _support_scale(row_sq, coef):
-                break
+            if separated and not negligible_direction(_combine(X, sign, coef), _support_scale(row_sq, coef)):
+                return coef, steps, ok, True
             if soft:
                 state["nu"] = 0.5 * (1.0 + state["nu"])
             soft = state["soft"] = True
             previous = None
-        return coef, steps, ok
+        return coef, steps, ok, False
 
     def fit_inliers(inlier_mask, soft):
-        coef, steps, ok = polish_on(inlier_mask, soft, start)
+        coef, steps, ok, found = polish_on(inlier_mask, soft, start)
         rounds = 0
         for _ in range(refit_rounds):
             proj = _matvec(X, _combine(X, sign, coef))
@@ -938,23 +954,23 @@ def solve(
             if np.array_equal(new_inlier, inlier_mask):
                 break
             inlier_mask = new_inlier
-            coef, it, ok = polish_on(inlier_mask, soft, coef)
+            coef, it, ok, found = polish_on(inlier_mask, soft, coef)
             steps += it
             rounds += 1
-        return coef, inlier_mask, steps, ok, rounds
+        return coef, inlier_mask, steps, ok, found, rounds
 
     if polish == "auto":
-        coef, inl, steps, ok, rounds = fit_inliers(inlier, soft=False)
+        coef, inl, steps, ok, found, rounds = fit_inliers(inlier, soft=False)
         w = _combine(X, sign, coef)
         # hard if the inliers separate; a hard polish that met intersecting hulls went soft (state)
         if not state["soft"] and _slab_width(_matvec(X, w), sign, inl, w) > 0.0:
             mode = "hard"
         else:
             mode = "soft"
-            coef, inl, s2, ok, rounds = fit_inliers(inlier, soft=True)
+            coef, inl, s2, ok, found, rounds = fit_inliers(inlier, soft=True)
             steps += s2
     else:
-        coef, inl, steps, ok, rounds = fit_inliers(inlier, soft=(polish == "soft"))
+        coef, inl, steps, ok, found, rounds = fit_inliers(inlier, soft=(polish == "soft"))
         mode = "soft" if state["soft"] else "hard"
     w = _combine(X, sign, coef)
     proj = _matvec(X, w)
@@ -972,12 +988,13 @@ def solve(
         n_tree_nodes=int(n_nodes),
         n_refits=rounds,
         polish_iterations=int(steps),
-        converged=bool(ok),
+        converged=bool(ok and found),
         info={
             "n_discard_pos": n_discard[1.0],
             "n_discard_neg": n_discard[-1.0],
             "samples_per_node": n_samples,
             "nu": state["nu"],
+            "direction_found": bool(found),
         },
     )
 

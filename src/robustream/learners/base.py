@@ -23,7 +23,7 @@ from river import base
 from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
-from ..solver import row_offset
+from ..solver import NEGLIGIBLE_W2, negligible_direction, row_offset
 from ..validation import is_plain_int as is_integer  # the parameters are saved as JSON: Python ints
 from ..validation import check_length, finite_floats, is_plain_real
 from .rebuild_worker import WorkerUnavailable, solve_worker
@@ -790,7 +790,7 @@ def _negligible(coef: np.ndarray, X, support: np.ndarray, row_units: bool) -> bo
         rows = rows if offset is None else rows - offset
         rows_sq = np.einsum("ij,ij->i", rows, rows)
     scale, size = float(rows_sq.max()), float(coef @ coef)
-    return size <= 1e-20 * scale if row_units else size * scale <= 1e-20
+    return negligible_direction(coef, scale) if row_units else size * scale <= NEGLIGIBLE_W2
 
 
 def _dict_rows(X):
