@@ -265,6 +265,34 @@ def test_rgd_tree_matches_reference_tree():
     np.testing.assert_allclose(d[0], c[0], atol=1e-12)
 
 
+def test_a_child_that_resamples_the_pair_it_was_made_from_is_dropped_by_kernel_and_reference():
+    # its step t is 0 in exact arithmetic; rounding gave it either sign, so the kernel and the
+    # reference kept different copies of their parent
+    rng = np.random.default_rng(0)
+    z = np.zeros(1, dtype=np.int64)
+    kept = 0
+    for _ in range(500):
+        P, Q = rng.normal(1, 1, (1, 3)), rng.normal(-1, 1, (1, 3))
+        child, keep, t = T.expand_node(rng.normal(0, 2, 3) + 2.0, P, Q, z, z)
+        if not keep[0] or t[0] >= 1.0:
+            continue
+        kept += 1
+        for expand in (T.expand_node, T.expand_node_reference):
+            assert not expand(child[0].copy(), P, Q, z, z)[1][0]
+    assert kept > 100
+
+
+def test_rgd_tree_and_its_reference_find_the_same_direction_on_many_small_problems():
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        P, Q = rng.normal(1, 1, (12, 3)), rng.normal(-1, 1, (10, 3))
+        kw = dict(tree_height=4, level_width=4, n_samples=6, boosting_rounds=3, seed=seed)
+        a = T.rgd_tree(P, Q, 3, 2, P.mean(0) - Q.mean(0), **kw)
+        b = T.rgd_tree(P, Q, 3, 2, P.mean(0) - Q.mean(0), reference=True, **kw)
+        np.testing.assert_allclose(a[0], b[0], atol=1e-12, err_msg=f"seed {seed}")
+        assert a[1] == pytest.approx(b[1], abs=1e-12)
+
+
 @pytest.mark.parametrize("scale", [2.0**-66, 2.0**66])  # powers of two scale every float exactly
 def test_rgd_tree_search_does_not_depend_on_the_scale_of_the_rows(scale):
     _, P, Q, root = _tree_problem(7, 40, 30)

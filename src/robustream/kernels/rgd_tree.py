@@ -4,8 +4,8 @@ A node is a point ``x`` of the Minkowski difference conv(P) - conv(Q). From a no
 sets are the ``ceil((1+delta) * n_discard_pos)`` rows of P with the smallest projections on x and
 the ``ceil((1+delta) * n_discard_neg)`` rows of Q with the largest (at least one each); each child
 comes from a random difference ``s = p - q`` of candidates: the point of the segment [x, s]
-closest to the origin (clipped formula; children with t = 0, i.e. no progress, and zero samples
-``s = 0`` from duplicate rows with opposite labels, are dropped). Each level keeps the
+closest to the origin (clipped formula; children with t = 0 up to rounding, i.e. no progress, and
+zero samples ``s = 0`` from duplicate rows with opposite labels, are dropped). Each level keeps the
 ``level_width`` children with the widest trimmed margin (the width after discarding
 ``n_discard_pos`` / ``n_discard_neg`` rows, allowed to be negative); boosting re-roots at the best
 node until the best width stops improving. This is a heuristic search (the proven tree height is
@@ -27,6 +27,12 @@ from numba import njit
 
 from .selection import smallest_k_indices, trimmed_widths
 
+# A child's step t = (x.x - x.s) / |x - s|^2 is progress only if its numerator exceeds the rounding of
+# x.x - x.s, about d * 2^-53 * (x.x + |x.s|): a child re-sampling the pair it was made from has t = 0
+# exactly, and a rounding-level t of either sign made the kernel and its reference keep different
+# children (103 of 200 trees of 22 rows). Steps this small move a node by nothing that counts.
+STEP_FLOOR = 1e-12
+
 
 @njit(cache=True, nogil=True)
 def expand_node(x: np.ndarray, P: np.ndarray, Q: np.ndarray, pick_p: np.ndarray, pick_q: np.ndarray):
@@ -34,7 +40,7 @@ def expand_node(x: np.ndarray, P: np.ndarray, Q: np.ndarray, pick_p: np.ndarray,
 
     Returns ``(children, keep, t)``: row r is the point ``(1 - t[r]) x + t[r] s_r`` of segment
     [x, s_r = P[pick_p[r]] - Q[pick_q[r]]] closest to the origin; ``keep[r]`` is False for zero
-    samples and for t = 0 (no progress).
+    samples and for t = 0 up to rounding (no progress: ``STEP_FLOOR``).
     """
     m = pick_p.shape[0]
     d = x.shape[0]
@@ -54,9 +60,9 @@ def expand_node(x: np.ndarray, P: np.ndarray, Q: np.ndarray, pick_p: np.ndarray,
         dist2 = xx - 2.0 * xs + ss  # ||x - s||^2
         if ss <= 1e-300 or dist2 <= 1e-300:
             continue
-        t = (xx - xs) / dist2
-        if t <= 0.0:
+        if xx - xs <= STEP_FLOOR * (xx + abs(xs)):  # t <= 0 up to rounding
             continue
+        t = (xx - xs) / dist2
         if t > 1.0:
             t = 1.0
         for k in range(d):
@@ -75,7 +81,7 @@ def expand_node_reference(x, P, Q, pick_p, pick_q):
     dist2 = xx - 2.0 * xs + ss
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (xx - xs) / dist2
-    keep = (ss > 1e-300) & (dist2 > 1e-300) & (t > 0.0)
+    keep = (ss > 1e-300) & (dist2 > 1e-300) & (xx - xs > STEP_FLOOR * (xx + np.abs(xs)))
     t = np.clip(np.where(keep, t, 0.0), 0.0, 1.0)
     children = (1.0 - t)[:, None] * x[None, :] + t[:, None] * S
     return np.where(keep[:, None], children, 0.0), keep, t
