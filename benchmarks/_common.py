@@ -35,6 +35,17 @@ def git_state() -> dict:
         return {"commit": None, "src_uncommitted": None}
 
 
+def blas_kernels() -> str:
+    """The BLAS libraries NumPy and SciPy loaded, with the kernel family OpenBLAS picked for this CPU
+    (or ``OPENBLAS_CORETYPE``): kernels round matrix products differently in the last bits, and on
+    borderline data "auto"'s choices with them (README, "Reproducibility")."""
+    from threadpoolctl import threadpool_info  # a scikit-learn dependency
+
+    found = sorted({f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}" for i in threadpool_info()
+                    if i.get("user_api") == "blas"})  # fmt: skip
+    return ", ".join(found) or "unknown"
+
+
 def header() -> dict:
     """Print and return what a reader needs to reproduce the run."""
     command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
@@ -49,6 +60,7 @@ def header() -> dict:
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "threads": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+        "blas": blas_kernels(),
         "git": git_state(),
     }
     print(f"command: {command}")
@@ -56,7 +68,7 @@ def header() -> dict:
         f"versions: python {meta['python']}, numpy {meta['numpy']}, numba {meta['numba']}, "
         f"scikit-learn {meta['scikit-learn']}, scipy {meta['scipy']}, robustream {meta['robustream']}"
     )
-    print(f"threads: {meta['threads']}, cpus: {meta['cpu_count']}, {meta['platform']}")
+    print(f"threads: {meta['threads']}, cpus: {meta['cpu_count']}, {meta['platform']}, BLAS: {meta['blas']}")
     dirty = meta["git"]["src_uncommitted"]
     print(f"library: git {meta['git']['commit']}, uncommitted under src/: {', '.join(dirty) if dirty else 'none'}")
     return meta
