@@ -352,6 +352,8 @@ def test_auto_makes_the_same_choice_with_every_openblas_kernel_this_cpu_runs(w8a
     with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
         flags = set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []))
     kernels = [k for k, needs in _OPENBLAS_KERNELS.items() if needs <= flags]
+    if len(kernels) < 2:
+        pytest.skip(f"this CPU runs one OpenBLAS kernel family of {list(_OPENBLAS_KERNELS)}: nothing to compare")
     results = {}
     for kernel in kernels:
         env = dict(os.environ, OPENBLAS_CORETYPE=kernel)
@@ -359,7 +361,7 @@ def test_auto_makes_the_same_choice_with_every_openblas_kernel_this_cpu_runs(w8a
         assert run.returncode == 0, run.stderr[-2000:]
         results[kernel] = run.stdout.split(maxsplit=1)[1].strip()  # after the kernel OpenBLAS reports
         assert kernel.lower() in run.stdout.split("]")[0].lower() or kernel == "Prescott", run.stdout
-    assert len(kernels) >= 2 and len(set(results.values())) == 1, results
+    assert len(set(results.values())) == 1, results
     pick, side, error = next(iter(results.values())).split()
     assert (float(pick), side) == (0.15, "both") and float(error) < 0.03, results
 
