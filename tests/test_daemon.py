@@ -48,6 +48,7 @@ BAD_MESSAGES = [
     (b'{"id": 1, "x": {"a": 1}, "y": 1, "y": null}', "not valid JSON: the name 'y' appears twice in one object"),
     (b'{"id": 1, "x": {"a": 1, "b": 2, "a": 3}}', "not valid JSON: the name 'a' appears twice in one object"),
     (b'{"id": 1, "x": {"a": 1}, "ts": {}}', "field 'ts': expected a number or a string"),
+    (b'{"id": 1, "x": {"a": 1}, "ts": -1e999}', "field 'ts': -inf is not a finite number"),
     (None, "empty message"),
 ]
 

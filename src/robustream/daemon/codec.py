@@ -185,6 +185,8 @@ def _finish(doc: dict, msg_id: str | int, x: dict[str, float], labels: LabelSpac
     ts = doc.get("ts")
     if ts is not None and (isinstance(ts, (bool, list, dict))):
         raise InvalidMessage(f"field 'ts': expected a number or a string, got {_json_type(ts)}")
+    if isinstance(ts, float) and not math.isfinite(ts):  # 1e999 parses as inf (NaN and Infinity are refused above)
+        raise InvalidMessage(f"field 'ts': {ts} is not a finite number")
     return Message(msg_id, x, y, ts)
 
 
