@@ -282,15 +282,22 @@ def test_a_child_that_resamples_the_pair_it_was_made_from_is_dropped_by_kernel_a
     assert kept > 100
 
 
-def test_rgd_tree_and_its_reference_find_the_same_direction_on_many_small_problems():
+def test_rgd_tree_and_its_reference_grow_the_same_trees_on_many_small_problems():
+    # with copies of their parent kept by the sign of rounding noise, 20 to 22 of these 40 trees
+    # differed (direction, width or node count); what is left is rounding of the children themselves
+    # (the kernel and the reference sum in different orders, and OpenBLAS kernels round the
+    # reference's products differently): 1 with the Haswell kernel the tests pin, 2 with SkylakeX's
+    differ = []
     for seed in range(40):
         rng = np.random.default_rng(seed)
         P, Q = rng.normal(1, 1, (12, 3)), rng.normal(-1, 1, (10, 3))
         kw = dict(tree_height=4, level_width=4, n_samples=6, boosting_rounds=3, seed=seed)
         a = T.rgd_tree(P, Q, 3, 2, P.mean(0) - Q.mean(0), **kw)
         b = T.rgd_tree(P, Q, 3, 2, P.mean(0) - Q.mean(0), reference=True, **kw)
-        np.testing.assert_allclose(a[0], b[0], atol=1e-12, err_msg=f"seed {seed}")
-        assert a[1] == pytest.approx(b[1], abs=1e-12)
+        same = np.allclose(a[0], b[0], rtol=0.0, atol=1e-12) and a[1] == pytest.approx(b[1], abs=1e-12)
+        if not (same and a[2] == b[2]):
+            differ.append(seed)
+    assert len(differ) <= 3, differ
 
 
 @pytest.mark.parametrize("scale", [2.0**-66, 2.0**66])  # powers of two scale every float exactly

@@ -28,9 +28,11 @@ from numba import njit
 from .selection import smallest_k_indices, trimmed_widths
 
 # A child's step t = (x.x - x.s) / |x - s|^2 is progress only if its numerator exceeds the rounding of
-# x.x - x.s, about d * 2^-53 * (x.x + |x.s|): a child re-sampling the pair it was made from has t = 0
-# exactly, and a rounding-level t of either sign made the kernel and its reference keep different
-# children (103 of 200 trees of 22 rows). Steps this small move a node by nothing that counts.
+# x.x - x.s: a child re-sampling the pair it was made from has t = 0 exactly, and a rounding-level t of
+# either sign made the kernel and its reference keep different children (103 of 200 trees of 22 rows).
+# The floor is relative to x.x + |x.s|; the rounding of x.s scales with |x| |s|, which is larger when
+# a sample lies far beyond the node (a feature of std 1e4 or more): there the two may still disagree.
+# Steps this small move a node by nothing that counts.
 STEP_FLOOR = 1e-12
 
 
