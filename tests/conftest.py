@@ -14,16 +14,16 @@ import platform
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))  # the tests' helper modules
+
+from cpu_flags import cpu_flags  # noqa: E402
+
 
 def _pin_openblas_kernel() -> None:
     if os.environ.get("OPENBLAS_CORETYPE") or platform.machine() not in ("x86_64", "AMD64"):
         return
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-    except OSError:
-        return
-    if {"avx2", "fma"} <= set(flags):
+    flags = cpu_flags()
+    if flags is not None and {"avx2", "fma"} <= flags:
         os.environ["OPENBLAS_CORETYPE"] = "Haswell"
 
 
@@ -31,8 +31,6 @@ _pin_openblas_kernel()
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))  # the tests' helper modules
 
 from robustream.daemon.embedded import EmbeddedBroker  # noqa: E402
 

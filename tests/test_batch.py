@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from cpu_flags import cpu_flags
 from robustream import RGDSVC
 from robustream.datasets import make_gaussian_classes, noisy_split
 from robustream.solver import AUTO_FRACTIONS, AUTO_RATES, solve
@@ -349,10 +350,8 @@ def test_auto_makes_the_same_choice_with_every_openblas_kernel_this_cpu_runs(w8a
     import subprocess
     import sys
 
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            flags = set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []))
-    except OSError:
+    flags = cpu_flags()
+    if flags is None:
         pytest.skip("no /proc/cpuinfo (not Linux): the CPU's kernel families are unknown")
     kernels = [k for k, needs in _OPENBLAS_KERNELS.items() if needs <= flags]
     if len(kernels) < 2:

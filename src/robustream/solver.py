@@ -535,7 +535,7 @@ def certify_budget(n_rows: int) -> int:
     return max(CERTIFY_MIN_STEPS, CERTIFY_STEPS_PER_ROW * n_rows)
 
 
-def separates(X, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray) -> bool:
+def separates(X, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray, w: np.ndarray | None = None) -> bool:
     """Whether ``w = sum_i sign_i coef_i x_i`` proves the (reduced) hulls disjoint: every point of
     the positive hull projects above every point of the negative one (:func:`_separation` > 0).
     On intersecting hulls no ``w`` does; the nearest points of disjoint hulls always do, and so
@@ -548,7 +548,8 @@ def separates(X, sign: np.ndarray, coef: np.ndarray, cap: np.ndarray) -> bool:
     >>> separates(np.array([[1.0], [-1.0], [0.5], [-0.5]]), sign, np.array([1.0, 0.0, 1.0, 0.0]), np.ones(4))
     False
     """
-    w = _combine(X, sign, coef)
+    if w is None:  # a caller that has w = sum_i sign_i coef_i x_i already passes it
+        w = _combine(X, sign, coef)
     return bool(np.any(w) and _separation(sign * _matvec(X, w), sign, cap) > 0.0)
 
 
@@ -932,9 +933,10 @@ def solve(
         rows = Z if space == "sketch" else X
         start = _feasible_start(sign, inlier_mask, cap, previous, rows)
         coef, it, ok = nearest_in(space, cap, start)
+        w = _combine(X, sign, coef)
         # read the certificate even when the solve converged: it may have stopped at the absolute
         # gap floor (_gap_floor), which on rows of very different norms is not below w.w
-        return coef, it, ok, separates(rows, sign, coef, cap)
+        return coef, w, it, ok, separates(rows, sign, coef, cap, w=w if rows is X else None)
 
     def polish_on(inlier_mask, soft, previous):
         """Polish; when the (reduced) hulls of the inliers intersect, shrink them.
@@ -949,9 +951,9 @@ def solve(
         soft = soft or state["soft"]
         steps = 0
         for _ in range(8):
-            coef, it, ok, separated = polish_once(inlier_mask, soft, state["nu"], previous)
+            coef, w, it, ok, separated = polish_once(inlier_mask, soft, state["nu"], previous)
             steps += it
-            if separated and not negligible_direction(_combine(X, sign, coef), _support_scale(row_sq, coef)):
+            if separated and not negligible_direction(w, _support_scale(row_sq, coef)):
                 return coef, steps, ok, True
             if soft:
                 state["nu"] = 0.5 * (1.0 + state["nu"])
