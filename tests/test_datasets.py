@@ -872,3 +872,98 @@ def test_gaussian_class_sizes_are_whole_numbers_and_separation_finite():
         make_gaussian_classes(10, d=3, separation=np.inf)
     X, y = make_gaussian_classes((np.int64(5), 8), d=3, seed=0)
     assert 10 <= len(y) <= 16
+
+
+@pytest.mark.parametrize("kind", ["uint8", "sparse uint8", "sparse bool"])
+def test_adversarial_flips_do_not_depend_on_the_dtype_of_x(kind):
+    # X.T @ X in the input's dtype: uint8 pixels (read_idx's MNIST) overflowed and bools saturated, so
+    # the reference boundary, and the points flipped, were wrong without a word
+    rng = np.random.default_rng(0)
+    raw = rng.integers(0, 256, (400, 20)).astype(np.uint8) if "uint8" in kind else rng.random((600, 20)) < 0.3
+    y = np.where(raw[:, 0].astype(float) + raw[:, 1] >= (255 if "uint8" in kind else 1), 1.0, -1.0)
+    X = sp.csr_matrix(raw) if "sparse" in kind else raw
+    as_float = noisy_split(raw.astype(np.float64), y, flip=0.15, noise="adversarial", seed=0)
+    split = noisy_split(X, y, flip=0.15, noise="adversarial", seed=0)
+    np.testing.assert_array_equal(split.flipped_train, as_float.flipped_train)
+    np.testing.assert_array_equal(split.flipped_val, as_float.flipped_val)
+    np.testing.assert_allclose(fit_reference_boundary(X, y)[0], fit_reference_boundary(raw.astype(float), y)[0],
+                               rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse_input", [False, True])
+def test_a_reference_boundary_names_a_value_that_is_not_finite(sparse_input):
+    X = np.ones((5, 3))
+    X[3, 2] = np.nan
+    with pytest.raises(ValueError, match=r"X\[3, 2\] is nan: the features must be finite numbers"):
+        fit_reference_boundary(sp.csr_matrix(X) if sparse_input else X, np.array([1.0, -1, 1, -1, 1]))
+
+
+def _idx_pair(folder: Path, prefix: str, n: int = 3) -> tuple[Path, Path]:
+    images, labels = folder / f"{prefix}-images-idx3-ubyte.gz", folder / f"{prefix}-labels-idx1-ubyte.gz"
+    with gzip.open(images, "wb") as fh:
+        fh.write(struct.pack(">BBBB", 0, 0, 0x08, 3) + struct.pack(">III", n, 2, 2) + bytes(range(4 * n)))
+    with gzip.open(labels, "wb") as fh:
+        fh.write(struct.pack(">BBBBI", 0, 0, 0x08, 1, n) + bytes([i % 2 for i in range(n)]))
+    return images, labels
+
+
+def test_an_idx_pair_loads_by_the_path_of_either_file(tmp_path):
+    # IDX files were sniffed as text: "line 1: expected 'index:value', got '\x00\x00\x00'"
+    images, labels = _idx_pair(tmp_path, "digits")
+    for path in (images, labels):
+        ds = load(path, binary=False)
+        np.testing.assert_array_equal(ds.X, np.arange(12.0).reshape(3, 4))
+        assert ds.y.tolist() == [0, 1, 0]
+    labels.unlink()
+    with pytest.raises(FileNotFoundError, match=r"an IDX file of images; its pair digits-labels-idx1-ubyte\.gz is "
+                                                r"not beside it"):
+        load(images)
+    alone = tmp_path / "pixels.idx.gz"
+    images.rename(alone)
+    with pytest.raises(ValueError, match=r"pixels\.idx\.gz: an IDX file holds images or labels alone"):
+        load(alone)
+
+
+def test_the_path_of_a_shared_mnist_file_loads_mnist(shared_dir):
+    for name in DATASETS["mnist"].files:
+        ds = load(shared_dir / name)
+        assert ds.name == "mnist" and ds.X.shape == (10000, 784) and ds.X.max() == 1.0
+
+
+def test_a_copy_of_a_registered_file_loads_as_that_data_set_wherever_it_is(shared_dir, monkeypatch, tmp_path):
+    # the file was recognised only inside the folder ROBUSTREAM_DATASETS names; elsewhere svmguide1.t's
+    # header of column numbers became a row of class 0
+    (tmp_path / "svmguide1.t.csv.xz").write_bytes((shared_dir / "svmguide1.t.csv.xz").read_bytes())
+    monkeypatch.setenv("ROBUSTREAM_DATASETS", str(tmp_path / "elsewhere"))
+    ds = load(tmp_path / "svmguide1.t.csv.xz")
+    assert ds.name == "svmguide1.t" and ds.X.shape == (4000, 4)
+
+
+def test_a_relabelled_registered_file_is_refused(monkeypatch, tmp_path):
+    # the registry's label counts were never checked: classes swapped in a copy loaded without a word
+    rows = [f"{'+1' if i < 150 else '-1'} 1:{i / 270:.4f} 13:0.5" for i in range(270)]  # heart: 120 +1, 150 -1
+    _write(tmp_path / "heart_scale.xz", "\n".join(rows) + "\n")
+    monkeypatch.setenv("ROBUSTREAM_DATASETS", str(tmp_path))
+    with pytest.raises(ValueError, match=r"'heart': .*heart_scale\.xz gives the label counts \{-1\.0: 120, 1\.0: 150\}, "
+                                         r"the registry \(MANIFEST\.md\) says \{-1\.0: 150, 1\.0: 120\}$"):
+        load("heart")
+    monkeypatch.setenv("ROBUSTREAM_DATASETS", str(tmp_path / "elsewhere"))
+    with pytest.raises(ValueError, match=r"a file named heart_scale\.xz is read as the shared data set 'heart'; "
+                                         r"rename it to load it as a plain file"):
+        load(tmp_path / "heart_scale.xz")
+
+
+def test_csv_reader_errors_name_the_file_and_line_and_old_mac_line_breaks_are_lines(tmp_path):
+    # csv.Error escaped (and `robustream replay` printed a traceback); a file with \r line breaks was one line
+    with pytest.raises(ValueError, match=r"big\.csv, line 2: field larger than field limit"):
+        read_csv(_write(tmp_path / "big.csv", "label,a\n1," + "9" * 140_000 + "\n"))
+    X, y = read_csv(_write(tmp_path / "mac.csv", "1,2,3\r0,4,5\r"))
+    np.testing.assert_array_equal(X, [[2.0, 3.0], [4.0, 5.0]])
+    np.testing.assert_array_equal(y, [1.0, 0.0])
+
+
+@pytest.mark.parametrize("field", ["#N/A", "#VALUE!", "1.2.3", "missing"])
+def test_a_missing_marker_or_a_mistyped_number_on_the_first_line_is_data(tmp_path, field):
+    # such a field on line 1 made it a header: the row was dropped without a word (on line 2 it is an error)
+    with pytest.raises(ValueError, match=rf"f\.csv, line 1, column 1: value '{re.escape(field)}' is not a number"):
+        read_csv(_write(tmp_path / "f.csv", f"1,{field},3\n-1,0.5,1\n1,0.7,2\n"))

@@ -11,6 +11,7 @@ from river import datasets, linear_model, metrics, preprocessing
 from river import evaluate as river_evaluate
 
 from robustream import RGDSVMClassifier
+from robustream.datasets import fit_reference_boundary, make_gaussian_classes
 from robustream.evaluate import holdout, noisy_stream, prequential
 
 
@@ -217,3 +218,36 @@ def test_a_metric_class_or_a_stream_that_is_not_one_is_named():
         holdout(_Recorder(), [], rows, metric="accuracy")
     with pytest.raises(TypeError, match=r"^stream: noisy_stream expects an iterable of \(x, y\) rows, got NoneType$"):
         noisy_stream(None)  # at the call, not when read
+
+
+def test_adversarial_stream_flips_the_rows_of_one_class_farthest_on_the_correct_side():
+    # noisy_stream had uniform flips only
+    X, y = make_gaussian_classes(300, d=4, seed=2)
+    rows = [({f"f{j}": float(v) for j, v in enumerate(x)}, bool(label > 0)) for x, label in zip(X, y)]
+    for cls in (True, False):
+        out = list(noisy_stream(rows, flip=0.1, noise="adversarial", adversarial_class=cls))
+        assert out == list(noisy_stream(rows, flip=0.1, noise="adversarial", adversarial_class=cls, seed=7))
+        assert [(x, y_clean) for x, _, y_clean in out] == rows
+        flipped = np.array([y_noisy != y_clean for _, y_noisy, y_clean in out])
+        assert flipped.sum() == round(0.1 * len(rows))
+        assert all(rows[i][1] is cls for i in np.flatnonzero(flipped))
+        w, b = fit_reference_boundary(X, y)  # the same boundary, from the matrix (features in key order)
+        margins = (1.0 if cls else -1.0) * (X @ w + b)
+        kept = np.array([label is cls for _, label in rows]) & ~flipped
+        assert margins[flipped].min() > margins[kept].max()
+    with pytest.raises(ValueError, match="noise='adversarial' flips bool labels"):
+        noisy_stream(rows, noise="adversarial", labels=[True, False])
+    with pytest.raises(ValueError, match=r"stream: row 1: feature 'a' is not a finite number: nan"):
+        list(noisy_stream([({"a": 1.0}, True), ({"a": float("nan")}, False)], flip=0.5, noise="adversarial"))
+    with pytest.warns(RuntimeWarning, match="only 1 rows of class True but 2 flips"):
+        out = list(noisy_stream([({"a": 1.0}, True)] + [({"a": -1.0}, False)] * 3, flip=0.5, noise="adversarial"))
+    assert [y for _, y, _ in out] == [False] * 4
+
+
+def test_labels_listed_twice_and_negative_seeds_are_refused():
+    # "b" listed twice was drawn twice as often as "c"; seed -5 drew what seed 5 does
+    rows = [({"a": 1.0}, "a")] * 10
+    with pytest.raises(ValueError, match=r"labels: 'b' is listed more than once"):
+        noisy_stream(rows, flip=0.5, labels=["a", "b", "b", "c"])
+    with pytest.raises(ValueError, match="seed must be >= 0, got -5"):
+        noisy_stream(rows, flip=0.5, seed=-5, labels="abc")

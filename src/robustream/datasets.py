@@ -46,12 +46,14 @@ one registered set where the positive class is the *smaller* original value.
 from __future__ import annotations
 
 import bz2
+import collections
 import csv
 import gzip
 import lzma
 import math
 import operator
 import os
+import re
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -159,7 +161,10 @@ def _read_bytes(path: PathLike) -> bytes:
 
 
 def _read_text(path: PathLike) -> str:
-    raw = _read_bytes(path)
+    return _decode_text(_read_bytes(path))
+
+
+def _decode_text(raw: bytes) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -168,9 +173,13 @@ def _read_text(path: PathLike) -> str:
 
 
 def _lines(text: str) -> list[str]:
-    """Lines split at ``\n`` only (``\r\n`` too): ``str.splitlines`` also breaks at characters such as
-    NEL (0x85 in cp1252 text read as latin-1) or form feed, which would turn a comment into rows."""
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    """Lines split at ``\n``, ``\r\n`` and ``\r`` (classic Mac OS and old Excel "CSV (Macintosh)" files)
+    only: ``str.splitlines`` also breaks at characters such as NEL (0x85 in cp1252 text read as
+    latin-1) or form feed, which would turn a comment into rows."""
+    return _LINE_BREAK.split(text)
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _base_suffix(path: PathLike) -> str:
@@ -361,9 +370,17 @@ def _is_float(s: str) -> bool:
     return True
 
 
-# what data files write for a missing value: such a field on the first line is data (left to the
-# "not a number" error), not a column name
-_MISSING_TOKENS = frozenset(["?", "na", "n/a", "nan", "null", "none", "-", "."])
+# what data files write for a missing value (Excel: its error values): such a field on the first line is
+# data (left to the "not a number" error), not a column name
+_MISSING_TOKENS = frozenset(["?", "na", "n/a", "n.a.", "nan", "null", "none", "missing", "-", ".",
+                             "#n/a", "#na", "#value!", "#div/0!", "#num!", "#ref!", "#name?", "#null!"])
+# a mistyped number ("1.2.3", "1,5" quoted): data, not a column name
+_NUMBER_LIKE = re.compile(r"[+-]?\d[\d.,]*(?:[eE][+-]?\d+)?")
+
+
+def _is_text(field: str) -> bool:
+    """A CSV field that can be a column name: neither empty, a number, a mistyped one, nor a missing value."""
+    return bool(field) and not _is_float(field) and field.lower() not in _MISSING_TOKENS and not _NUMBER_LIKE.fullmatch(field)
 
 
 def _looks_like_header(first: Sequence[str], second: Sequence[str] | None) -> bool:
@@ -372,7 +389,7 @@ def _looks_like_header(first: Sequence[str], second: Sequence[str] | None) -> bo
     line (a string label column does not count). A line of numbers is data: a header of numbers (the
     column numbering pandas writes for an unnamed frame) needs ``header=True``; an empty field is
     left to the "not a number" error."""
-    text = [bool(f) and not _is_float(f) and f.lower() not in _MISSING_TOKENS for f in first]
+    text = [_is_text(f) for f in first]
     if not any(text):
         return False
     if not any(_is_float(f) for f in first):
@@ -476,8 +493,12 @@ def read_csv(
     if not lines:
         return np.zeros((0, 0)), np.zeros(0)
     # one line at a time: a quote left open must not swallow the next lines (and their line numbers)
-    rows = [[f.strip() for f in next(csv.reader([ln], delimiter=delimiter, skipinitialspace=True))]
-            for _, ln in lines]
+    rows = []
+    for lineno, ln in lines:
+        try:
+            rows.append([f.strip() for f in next(csv.reader([ln], delimiter=delimiter, skipinitialspace=True))])
+        except csv.Error as exc:  # a field beyond csv's size limit, a NUL byte
+            raise ValueError(f"{path}, line {lineno}: {exc}") from None
     detected = header is None
     if detected:
         header = _looks_like_header(rows[0], rows[1] if len(rows) > 1 else None)
@@ -827,9 +848,13 @@ def _format_matrix(X: Matrix, dense: bool | None, sparse_source: bool) -> Matrix
     return sp.csr_matrix(X, dtype=np.float64)
 
 
-def _load_spec(spec: DatasetSpec, dense: bool | None, binary: bool) -> Dataset:
-    root = shared_datasets_dir()
+def _load_spec(spec: DatasetSpec, dense: bool | None, binary: bool, folder: Path | None = None) -> Dataset:
+    """The registered data set ``spec``, from the shared folder (or ``folder``: a file of the set given
+    by its path; the registry's checks then say the file was read as that set because of its name)."""
+    root = shared_datasets_dir() if folder is None else folder
     paths = [root / f for f in spec.files]
+    as_named = "" if folder is None else (f" (a file named {spec.files[0]} is read as the shared data set "
+                                          f"{spec.name!r}; rename it to load it as a plain file)")
     for p in paths:
         if not p.is_file():
             raise FileNotFoundError(
@@ -846,12 +871,7 @@ def _load_spec(spec: DatasetSpec, dense: bool | None, binary: bool) -> Dataset:
     elif spec.format == "dense":
         X, y_raw = read_dense(paths[0])
     elif spec.format == "idx":
-        images = read_idx(paths[0])
-        y_raw = read_idx(paths[1]).astype(np.int64)
-        if y_raw.ndim != 1 or images.ndim < 2 or y_raw.shape[0] != images.shape[0]:
-            raise ValueError(f"data set {spec.name!r}: {paths[0]} holds images of shape {images.shape} and "
-                             f"{paths[1]} labels of shape {y_raw.shape}: one label per image expected")
-        X = images.reshape(images.shape[0], -1).astype(np.float64)
+        X, y_raw = _read_idx_files(*paths)
     else:  # pragma: no cover - registry is static
         raise ValueError(f"unknown format {spec.format!r}")
     if spec.keep_labels is not None:
@@ -859,11 +879,24 @@ def _load_spec(spec: DatasetSpec, dense: bool | None, binary: bool) -> Dataset:
         X, y_raw = X[keep], y_raw[keep]
     if X.shape != (spec.n_samples, spec.n_features):  # a truncated, replaced or re-exported file
         raise ValueError(f"data set {spec.name!r}: {paths[0]} gives {X.shape[0]} rows of {X.shape[1]} features, "
-                         f"the registry (MANIFEST.md) says {spec.n_samples} of {spec.n_features}")
+                         f"the registry (MANIFEST.md) says {spec.n_samples} of {spec.n_features}{as_named}")
+    found = collections.Counter(y_raw.tolist())
+    if found != dict(spec.label_counts):  # a relabelled copy (classes swapped) has the right shape
+        def counts(pairs) -> str:
+            return ", ".join(f"{label!r}: {n}" for label, n in sorted(pairs, key=lambda p: repr(p[0])))
+
+        raise ValueError(f"data set {spec.name!r}: {paths[-1]} gives the label counts {{{counts(found.items())}}}, "
+                         f"the registry (MANIFEST.md) says {{{counts(spec.label_counts)}}}{as_named}")
     if spec.divisor != 1.0:
         X = X / spec.divisor
     y, classes = _encode_labels(y_raw, spec.positive_label, binary)
     return Dataset(_format_matrix(X, dense, sparse_source), y, spec.name, classes)
+
+
+def _is_idx(raw: bytes) -> bool:
+    """Whether ``raw`` starts with an IDX magic number (two zero bytes, an element type, a rank); no
+    text file starts with two NUL bytes."""
+    return len(raw) >= 4 and raw[0] == 0 and raw[1] == 0 and raw[2] in _IDX_DTYPES and 1 <= raw[3] <= 8
 
 
 def _sniff_format(path: Path) -> str:
@@ -872,7 +905,10 @@ def _sniff_format(path: Path) -> str:
         return "csv"
     if suffix == ".dense":
         return "dense"
-    text = _read_text(path)
+    raw = _read_bytes(path)
+    if _is_idx(raw):
+        return "idx"
+    text = _decode_text(raw)
     for line in _lines(text):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -887,15 +923,46 @@ def _sniff_format(path: Path) -> str:
 
 
 def _registered_file(path: Path) -> DatasetSpec | None:
-    """The registered one-file data set stored in ``path`` (a shared file given by its path), if any."""
-    try:
-        root, target = shared_datasets_dir().resolve(), path.resolve()
-    except OSError:
-        return None
+    """The registered data set a file given by its path belongs to, by the file's name (a shared file,
+    wherever the shared folder is, or a copy of it): its reading options (header, label column, label
+    mapping) are not in the file. The first set listing the name (``mnist``, not ``mnist-0-vs-1``); for
+    a set of several files (MNIST's images and labels) only when all of them are in the same folder."""
     for spec in DATASETS.values():
-        if len(spec.files) == 1 and (root / spec.files[0]).resolve() == target:
+        if path.name in spec.files and all((path.parent / f).is_file() for f in spec.files):
             return spec
     return None
+
+
+# the file names of an IDX pair (MNIST's, and the original distribution's: train-images-idx3-ubyte)
+_IDX_PAIR = ("images-idx3", "labels-idx1")
+
+
+def _read_idx_pair(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Images (one row each) and labels of an IDX pair, given either file of it: the other one is the
+    file beside it named with ``labels-idx1`` for ``images-idx3`` (or the reverse)."""
+    images_name, labels_name = _IDX_PAIR
+    if images_name in path.name:
+        images, labels = path, path.with_name(path.name.replace(images_name, labels_name))
+    elif labels_name in path.name:
+        images, labels = path.with_name(path.name.replace(labels_name, images_name)), path
+    else:
+        raise ValueError(f"{path}: an IDX file holds images or labels alone, and its name says neither "
+                         f"({images_name!r} or {labels_name!r}) so its pair cannot be found; read it with "
+                         "robustream.datasets.read_idx")
+    if not images.is_file() or not labels.is_file():
+        missing = labels if not labels.is_file() else images
+        raise FileNotFoundError(f"{path}: an IDX file of {'images' if missing is labels else 'labels'}; "
+                                f"its pair {missing.name} is not beside it (load needs both)")
+    return _read_idx_files(images, labels)
+
+
+def _read_idx_files(images: Path, labels: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)``: the images of an IDX file as float64 rows, and the int64 labels of another."""
+    X, y = read_idx(images), read_idx(labels)
+    if y.ndim != 1 or X.ndim < 2 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"{images} holds images of shape {X.shape} and {labels} labels of shape {y.shape}: one "
+                         "label per image expected")
+    return X.reshape(X.shape[0], -1).astype(np.float64), y.astype(np.int64)
 
 
 def _load_path(path: Path, dense: bool | None, binary: bool, label_column: int, header: bool | None) -> Dataset:
@@ -907,6 +974,8 @@ def _load_path(path: Path, dense: bool | None, binary: bool, label_column: int, 
     elif fmt == "csv":
         delimiter = "\t" if _base_suffix(path) == ".tsv" else None  # None: sniffed from the text read_csv reads
         X, y_raw = read_csv(path, label_column=label_column, header=header, delimiter=delimiter)
+    elif fmt == "idx":
+        X, y_raw = _read_idx_pair(path)
     else:
         X, y_raw = read_dense(path)
     if X.shape[0] == 0:  # an empty or comment-only file (a cut download): say so here, not as "a single class" later
@@ -944,8 +1013,11 @@ def load(
         ``.xz``/``.gz``/``.bz2`` compressed.  The format of a path is taken
         from its suffix (``.csv``/``.tsv``, ``.dense``) or else sniffed from
         the first data line (``idx:val`` -> svmlight, commas -> CSV, else
-        dense).  The path of a registered shared file loads that data set, as
-        its name does (its label column, header and label mapping).
+        dense); an IDX file (MNIST's format) is read with the file of its
+        pair beside it (``...labels-idx1...`` for ``...images-idx3...``).  A
+        file named as a registered shared file (``heart_scale.xz``) loads that
+        data set, wherever it is, as its name does (its label column, header
+        and label mapping, and the registry's checks of its shape and labels).
     dense : bool or None, default None
         ``None``: svmlight data are returned dense when
         ``n_samples * n_features <= 5e7`` and as CSR otherwise; other formats
@@ -995,7 +1067,7 @@ def load(
     if path.is_file():
         spec = _registered_file(path)
         if spec is not None:
-            return _load_spec(spec, dense, binary)
+            return _load_spec(spec, dense, binary, folder=path.parent)
         return _load_path(path, dense, binary, label_column, header)
     if path.is_dir():  # "no such data file" would send the user looking for a path that is there
         raise IsADirectoryError(f"{path.resolve()} is a folder, not a data file")
@@ -1062,6 +1134,20 @@ def _as_matrix(X: Any) -> Matrix:
     return X
 
 
+def _check_finite_matrix(X: Matrix, name: str) -> None:
+    """ValueError naming the row and column of the first NaN or infinite value of ``X`` (float64)."""
+    values = X.data if sp.issparse(X) else X
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return
+    if sp.issparse(X):
+        k = int(np.flatnonzero(bad)[0])
+        row, col = int(np.searchsorted(X.indptr, k, side="right")) - 1, int(X.indices[k])
+    else:
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+    raise ValueError(f"{name}[{row}, {col}] is {float(X[row, col])!r}: the features must be finite numbers")
+
+
 def fit_reference_boundary(X: Matrix, y: np.ndarray, *, reg: float = 1e-3) -> tuple[np.ndarray, float]:
     """Ridge least-squares linear boundary ``f(x) = x @ w + b`` (no sklearn).
 
@@ -1094,10 +1180,13 @@ def fit_reference_boundary(X: Matrix, y: np.ndarray, *, reg: float = 1e-3) -> tu
     array([-1., -1.,  1.,  1.])
     """
     X = _as_matrix(X)
+    if X.dtype != np.float64:  # integer pixels (read_idx gives uint8) or bools overflow or saturate in X.T @ X
+        X = X.astype(np.float64)
     y = np.asarray(y, dtype=np.float64)
     n, d = X.shape
     if n == 0:
         raise ValueError("cannot fit a reference boundary on 0 rows")
+    _check_finite_matrix(X, "X")
     mu = np.asarray(X.mean(axis=0)).ravel()
     y_mean = float(y.mean())
     yc = y - y_mean
@@ -1132,6 +1221,18 @@ def fit_reference_boundary(X: Matrix, y: np.ndarray, *, reg: float = 1e-3) -> tu
         w = lsqr(op, yc, damp=math.sqrt(lam), atol=1e-10, btol=1e-10)[0]
     b = y_mean - float(mu @ w)
     return np.asarray(w, dtype=np.float64), b
+
+
+def farthest_on_correct_side(X: Matrix, w: np.ndarray, b: float, label: int, n: int) -> np.ndarray:
+    """Positions of the ``n`` rows of ``X`` (all labelled ``label``, +1 or -1) that lie farthest on the
+    correct side of the boundary ``x @ w + b`` (largest ``label * f(x)``; ties by position): the rows
+    adversarial noise flips (:func:`noisy_split`, :func:`robustream.evaluate.noisy_stream`).
+
+    >>> farthest_on_correct_side(np.array([[1.0], [3.0], [2.0]]), np.array([1.0]), 0.0, 1, 2)
+    array([1, 2])
+    """
+    margins = label * (np.asarray(X @ w).ravel() + b)
+    return np.argsort(-margins, kind="stable")[:n]
 
 
 def _is_positive_whole(value: Any) -> bool:
@@ -1303,9 +1404,8 @@ def noisy_split(
                         RuntimeWarning,
                         stacklevel=2,
                     )
-                margins = adversarial_class * (np.asarray(X[idx[cand]] @ w).ravel() + b)
-                chosen = cand[np.argsort(-margins, kind="stable")[:n_flip]]
-                ys[chosen] = -ys[chosen]
+                chosen = farthest_on_correct_side(X[idx[cand]], w, b, adversarial_class, n_flip)
+                ys[cand[chosen]] = -ys[cand[chosen]]
 
     return NoisySplit(
         X_train=X[idx_train], y_train=y_train, y_train_clean=yc_train, flipped_train=y_train != yc_train,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections.abc
 import numbers
 import random
+import warnings
 from typing import Any, Hashable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -25,14 +26,23 @@ def noisy_stream(
     flip: float = 0.15,
     seed: int = 0,
     labels: Sequence[Hashable] | None = None,
+    noise: str = "uniform",
+    adversarial_class: bool = True,
 ) -> Iterable[tuple[dict, Any, Any]]:
     """Rows ``(x, y_noisy, y_clean)``: each label is wrong with probability ``flip`` (uniform noise).
 
-    Binary (bool) labels are negated; with ``labels`` given (multi-class, at least two) a wrong label
-    is drawn uniformly from the *other* labels, and every label of the stream must be one of them
-    (a 0/1 stream is a multi-class one: ``labels=[0, 1]``). Seeded: the same stream and seed give the
-    same flips (``labels`` given as a set are sorted, so the flips do not depend on the set's iteration
-    order). The arguments are checked at the call, the labels as the rows arrive.
+    Binary (bool) labels are negated; with ``labels`` given (multi-class, at least two distinct ones) a
+    wrong label is drawn uniformly from the *other* labels, and every label of the stream must be one
+    of them (a 0/1 stream is a multi-class one: ``labels=[0, 1]``). Seeded: the same stream and seed
+    give the same flips (``labels`` given as a set are sorted, so the flips do not depend on the set's
+    iteration order). The arguments are checked at the call, the labels as the rows arrive.
+
+    ``noise="adversarial"`` (bool labels) is :func:`robustream.datasets.noisy_split`'s adversarial noise
+    on one stream: each pass first reads the whole stream (held in memory), fits the clean reference
+    boundary of :func:`robustream.datasets.fit_reference_boundary` on its rows (features by key) and
+    clean labels, and flips the ``round(flip * n)`` rows of ``adversarial_class`` that lie farthest on
+    the correct side of it (a ``RuntimeWarning`` if the class has fewer rows: all of them are flipped).
+    The flips are determined by the stream; ``seed`` is not used.
 
     The result can be read more than once when ``stream`` can (a list, a River data set): every pass
     reads ``stream`` afresh and gives the same rows, so several models can be scored on it in turn.
@@ -51,15 +61,29 @@ def noisy_stream(
         raise ValueError(f"flip must be in [0, 1), got {flip!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    if seed < 0:  # random.Random(-5) draws what random.Random(5) does
+        raise ValueError(f"seed must be >= 0, got {seed!r}")
+    if noise not in ("uniform", "adversarial"):
+        raise ValueError(f"noise must be 'uniform' or 'adversarial', got {noise!r}")
+    if not isinstance(adversarial_class, (bool, np.bool_)):
+        raise TypeError(f"adversarial_class must be a bool (the class whose labels adversarial noise flips), "
+                        f"got {adversarial_class!r}")
     if labels is not None:
+        if noise == "adversarial":
+            raise ValueError("noise='adversarial' flips bool labels; leave labels=None")
         if isinstance(labels, (set, frozenset)):
             try:
                 labels = sorted(labels)
             except TypeError:  # labels of several types
                 labels = sorted(labels, key=repr)
         labels = list(labels)
-        if len(set(labels)) < 2:
+        repeated = [c for i, c in enumerate(labels) if c in labels[:i]]
+        if repeated:  # a label listed twice would be drawn twice as often as a wrong label
+            raise ValueError(f"labels: {repeated[0]!r} is listed more than once in {labels!r}")
+        if len(labels) < 2:
             raise ValueError(f"labels must hold at least two distinct labels, got {labels!r}")
+    if noise == "adversarial":
+        return _AdversarialStream(stream, flip, bool(adversarial_class))
     return _NoisyStream(stream, flip, int(seed), labels)
 
 
@@ -71,6 +95,10 @@ class _NoisyStream:
         self._read_once = False
 
     def __iter__(self) -> Iterator[tuple[dict, Any, Any]]:
+        return _flipped(self._pass(), self._flip, random.Random(self._seed), self._labels)
+
+    def _pass(self) -> Iterator:
+        """A fresh iterator over the stream; ValueError on a second pass over a one-shot iterator."""
         rows = iter(self._stream)
         if rows is self._stream:  # a one-shot iterator: a second pass would silently give no rows
             if self._read_once:
@@ -79,17 +107,73 @@ class _NoisyStream:
                     "pass a list (or a re-iterable data set) to read the noisy rows more than once"
                 )
             self._read_once = True
-        return _flipped(rows, self._flip, random.Random(self._seed), self._labels)
+        return rows
+
+
+class _AdversarialStream(_NoisyStream):
+    """What :func:`noisy_stream` returns for ``noise="adversarial"``."""
+
+    def __init__(self, stream, flip: float, adversarial_class: bool):
+        super().__init__(stream, flip, 0, None)
+        self._class = adversarial_class
+
+    def __iter__(self) -> Iterator[tuple[dict, Any, Any]]:
+        rows = list(_checked_rows(self._pass(), 2, "stream", "noisy_stream expects (x, y) rows"))
+        for _, y in rows:
+            _check_bool_label(y)
+        flipped = np.zeros(len(rows), dtype=bool)
+        n_flip = int(round(self._flip * len(rows)))
+        if n_flip:
+            from .datasets import farthest_on_correct_side, fit_reference_boundary
+
+            X = _row_matrix([x for x, _ in rows])
+            y = np.array([1.0 if y else -1.0 for _, y in rows])
+            label = 1.0 if self._class else -1.0
+            candidates = np.flatnonzero(y == label)
+            if candidates.size < n_flip:
+                warnings.warn(f"noisy_stream: the stream has only {candidates.size} rows of class {self._class} "
+                              f"but {n_flip} flips were asked for; flipping all of them", RuntimeWarning,
+                              stacklevel=2)  # fmt: skip
+            w, b = fit_reference_boundary(X, y)
+            flipped[candidates[farthest_on_correct_side(X[candidates], w, b, int(label), n_flip)]] = True
+        return ((x, (not bool(y)) if f else y, y) for (x, y), f in zip(rows, flipped))
+
+
+def _row_matrix(xs: list[dict]):
+    """CSR matrix of dict rows, columns in :func:`robustream.coreset.feature_order`; ValueError naming a
+    feature whose value is not a finite number."""
+    import scipy.sparse as sp
+
+    from .coreset import feature_order
+    from .learners.base import numeric_row
+
+    features = feature_order(xs)
+    index = {f: j for j, f in enumerate(features)}
+    cols, vals, indptr = [], [], [0]
+    for i, x in enumerate(xs):
+        try:
+            row = numeric_row(x, x)
+        except ValueError as exc:
+            raise ValueError(f"stream: row {i}: {exc}") from None
+        cols.extend(index[k] for k in row)
+        vals.extend(row.values())
+        indptr.append(len(cols))
+    return sp.csr_matrix((np.array(vals, dtype=np.float64), np.array(cols, dtype=np.int64), indptr),
+                         shape=(len(xs), len(features)))
+
+
+def _check_bool_label(y) -> None:
+    if not isinstance(y, (bool, np.bool_)):
+        raise ValueError(
+            f"label {y!r} is not a bool: the labels must be bools, or be listed with labels=[...] "
+            "(labels=[0, 1] for a 0/1 stream, or the stream's labels)"
+        )
 
 
 def _flipped(rows: Iterator, flip: float, rng: random.Random, labels: list | None) -> Iterator[tuple[dict, Any, Any]]:
     for x, y in _checked_rows(rows, 2, "stream", "noisy_stream expects (x, y) rows"):
         if labels is None:
-            if not isinstance(y, (bool, np.bool_)):
-                raise ValueError(
-                    f"label {y!r} is not a bool: the labels must be bools, or be listed with labels=[...] "
-                    "(labels=[0, 1] for a 0/1 stream, or the stream's labels)"
-                )
+            _check_bool_label(y)
         elif y not in labels:
             raise ValueError(f"label {y!r} is not in labels {labels!r}")
         if rng.random() < flip:
