@@ -380,7 +380,8 @@ _NUMBER_LIKE = re.compile(r"[+-]?\d[\d.,]*(?:[eE][+-]?\d+)?")
 
 def _is_text(field: str) -> bool:
     """A CSV field that can be a column name: neither empty, a number, a mistyped one, nor a missing value."""
-    return bool(field) and not _is_float(field) and field.lower() not in _MISSING_TOKENS and not _NUMBER_LIKE.fullmatch(field)
+    return (bool(field) and not _is_float(field) and field.lower() not in _MISSING_TOKENS
+            and not _NUMBER_LIKE.fullmatch(field))
 
 
 def _looks_like_header(first: Sequence[str], second: Sequence[str] | None) -> bool:
