@@ -236,7 +236,7 @@ def test_a_forged_state_cannot_change_the_daemons_own_code():
 
 
 def test_checkpoints_keep_the_last_k_and_fall_back_past_a_corrupt_one(tmp_path):
-    store = CheckpointStore(tmp_path, keep=3)
+    store = CheckpointStore(tmp_path, keep=3, exclusive=True)  # the daemon's store: it sets damaged files aside
     models = []
     for i in range(5):
         m = linear_model.LogisticRegression()
@@ -257,9 +257,10 @@ def test_checkpoints_keep_the_last_k_and_fall_back_past_a_corrupt_one(tmp_path):
     assert not newest.exists() and newest.with_name(newest.name + ".corrupt").exists()
     store.save(models[4], {("in", 0): 500}, {"n": 5})
     assert [p.name for p in store.paths()] == [f"checkpoint-{i:012d}.json" for i in (3, 4, 5)]
-    # a temp file left by a write cut short (kill -9) is removed when a store opens the directory
+    # a temp file left by a write cut short (kill -9) is removed when a daemon's store opens the directory
     (tmp_path / ".checkpoint-000000000006.json.x1y2.tmp").write_bytes(b"{")
-    store = CheckpointStore(tmp_path, keep=3)
+    store.release()
+    store = CheckpointStore(tmp_path, keep=3, exclusive=True)
     assert not list(tmp_path.glob("*.tmp")) and len(store.paths()) == 3
     for p in store.paths():
         p.write_bytes(b"\x00garbage")
@@ -268,6 +269,63 @@ def test_checkpoints_keep_the_last_k_and_fall_back_past_a_corrupt_one(tmp_path):
     assert newest.with_name(newest.name + ".corrupt").exists()
     with pytest.raises(persist.CorruptModelError, match="not a robustream-checkpoint file"):
         persist.load(newest.with_name(newest.name + ".corrupt2"), format_name="robustream-checkpoint")
+    store.release()
+
+
+def test_a_reader_of_a_checkpoint_folder_changes_nothing_in_it(tmp_path):
+    # a lock-free store (a tool looking at a daemon's folder) removed the daemon's temp file mid-write, so
+    # its checkpoint failed, and renamed files the daemon owns
+    daemon_store = CheckpointStore(tmp_path, exclusive=True)
+    daemon_store.save(linear_model.LogisticRegression(), {("in", 0): 1})
+    damaged = daemon_store.save(linear_model.LogisticRegression(), {("in", 0): 2})
+    damaged.write_bytes(damaged.read_bytes()[:-3])
+    writing = tmp_path / ".checkpoint-000000000003.json.ab12cd.tmp"  # the daemon's write in flight
+    writing.write_text("{")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    skipped = []
+    reader = CheckpointStore(tmp_path)
+    assert reader.load_latest(on_corrupt=lambda p, r: skipped.append(p)).offsets == {("in", 0): 1}
+    assert skipped == [damaged] and sorted(p.name for p in tmp_path.iterdir()) == before
+    daemon_store.release()
+
+
+def _rewritten(path, edit) -> None:
+    """``path``'s checkpoint document edited by ``edit`` and written back with a valid checksum."""
+    doc = json.loads(path.read_text())
+    edit(doc)
+    body = json.dumps(doc["payload"], sort_keys=True, separators=(",", ":"))
+    doc["sha256"] = hashlib.sha256(body.encode()).hexdigest()
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("change", ["later format version", "state this version cannot rebuild"])
+def test_an_intact_checkpoint_this_version_cannot_resume_from_stops_the_daemon_and_is_kept(tmp_path, change):
+    # such a file was "corrupt": renamed, and the daemon went on from an older checkpoint or a new model
+    from robustream.daemon.service import Daemon
+
+    def edit(doc):
+        if change == "later format version":
+            doc["version"] = persist.VERSION + 1
+        else:
+            doc["payload"]["model"]["root"] = {"t": "npscalar", "dtype": "<f8", "v": ""}
+
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--learner", "river:LogisticRegression"]
+    daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    model, meta = daemon.model, daemon._learner_meta()
+    daemon.store.release()
+    older = CheckpointStore(tmp_path).save(model, {("in", 0): 5}, meta)
+    newest = CheckpointStore(tmp_path).save(model, {("in", 0): 9}, meta)
+    _rewritten(newest, edit)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(ValueError, match=rf"^--checkpoint-dir {tmp_path}: {newest}: ") as info:
+        Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    if change == "later format version":
+        assert "written in version 2 of the robustream-checkpoint format, by a later robustream" in str(info.value)
+    else:
+        assert "an intact checkpoint this robustream cannot resume from (malformed model state (IndexError" in str(
+            info.value)
+    assert str(info.value).endswith("(the file is left as it is)") and older.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
 
 
 def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
@@ -699,6 +757,28 @@ def test_model_files_are_the_canonical_json_of_their_document(tmp_path):
            "sha256": hashlib.sha256(body.encode()).hexdigest()}  # fmt: skip
     assert (tmp_path / "m.json").read_bytes() == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     assert persist.load(tmp_path / "m.json", format_name="robustream-checkpoint") == json.loads(json.dumps(payload))
+
+
+def test_model_files_save_under_long_names_and_through_links_and_refuse_a_payload_of_another_type(tmp_path):
+    from robustream import CoresetSVMClassifier, load_model
+
+    # the temp file was named ".<name>.<random>.tmp": past 255 characters for a valid 250-character name
+    long_name = tmp_path / ("m" * 245 + ".json")
+    RGDSVMClassifier(seed=3).save(long_name)
+    assert RGDSVMClassifier.load(long_name).seed == 3 and [p.name for p in tmp_path.iterdir()] == [long_name.name]
+    # a save through a symbolic link replaced the link by a file, and its target kept the old model
+    RGDSVMClassifier().save(tmp_path / "v1.json")
+    (tmp_path / "current.json").symlink_to("v1.json")
+    CoresetSVMClassifier(coreset_size=7).save(tmp_path / "current.json")
+    assert (tmp_path / "current.json").is_symlink()
+    assert CoresetSVMClassifier.load(tmp_path / "v1.json").coreset_size == 7
+    # a valid file whose payload is not an object: AttributeError ('list' object has no attribute 'get')
+    persist.dump([1, 2, 3], tmp_path / "list.json")
+    for load in (RGDSVMClassifier.load, load_model):
+        with pytest.raises(persist.CorruptModelError, match="payload or sha256 field missing or not of its type"):
+            load(tmp_path / "list.json")
+    with pytest.raises(StateError, match=r"malformed model state \(IndexError"):
+        decode_state({"format": 1, "root": {"t": "npscalar", "dtype": "<f8", "v": ""}})
 
 
 def test_rows_of_floats_are_written_as_the_general_walk_writes_them(monkeypatch):

@@ -1124,7 +1124,8 @@ def test_load_model_says_what_is_wrong_with_a_learners_own_file(tmp_path):
     RGDSVMClassifier().save(path)
     text = path.read_text()
     path.write_text(text.replace('"version":1', '"version":2'))
-    with pytest.raises(persist.CorruptModelError, match="unsupported model file version 2"):
+    with pytest.raises(persist.UnsupportedVersionError, match="written in version 2 of the robustream-model format, "
+                                                              "by a later robustream; this one reads version 1"):
         load_model(path)  # "not a robustream-model-state file" before
     path.write_text(text.replace('"n_rebuilds":0', '"n_rebuilds":1'))
     with pytest.raises(persist.CorruptModelError, match="checksum mismatch"):

@@ -31,6 +31,14 @@ class WrongFormatError(CorruptModelError):
     """The file is not of the format asked for (another robustream format, or not one at all)."""
 
 
+class UnsupportedVersionError(CorruptModelError):
+    """The file is intact but written in a later version of the format than this robustream reads."""
+
+
+# longest part of the target's name in its temp file's: the temp name must stay a valid file name
+_TEMP_STEM = 100
+
+
 def _canonical(payload: Any) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
@@ -63,7 +71,8 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
     """Write ``payload`` (JSON-able) atomically with its checksum; ``format_name`` tells what the file holds.
 
     The file gets the permissions a plain ``open(path, "w")`` would give it (not ``mkstemp``'s 0o600),
-    or keeps those of the file it replaces (a model kept private stays private).
+    or keeps those of the file it replaces (a model kept private stays private). Saving to a symbolic
+    link replaces the file it points to (the link stays).
     """
     try:
         body = _canonical(payload)
@@ -76,6 +85,8 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
         _canonical(format_name), body, hashlib.sha256(body).hexdigest().encode("ascii"), VERSION
     )
     path = Path(path)
+    if path.is_symlink():  # the link stays and its target gets the new file (a rename would replace the link)
+        path = Path(os.path.realpath(path))
     if path.is_dir():  # checked here: the errors of the temp file and the rename would name the temp file
         raise IsADirectoryError(f"{path}: is a folder, not a file")
     if not path.parent.is_dir():
@@ -84,7 +95,10 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
         mode = path.stat().st_mode & 0o7777
     except OSError:
         mode = _file_mode()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:_TEMP_STEM]}.", suffix=".tmp")
+    except OSError as exc:  # named by the user's path, not by the temp file's
+        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from None
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
@@ -125,10 +139,14 @@ def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     if not isinstance(doc, dict) or doc.get("format") != format_name:
         raise WrongFormatError(f"{path}: not a {format_name} file (format field missing or wrong)")
     version = doc.get("version")
+    if type(version) is int and version > VERSION:
+        raise UnsupportedVersionError(f"{path}: written in version {version} of the {format_name} format, by a "
+                                      f"later robustream; this one reads version {VERSION}")
     if type(version) is not int or version != VERSION:  # not true or 1.0, which compare equal to 1
         raise CorruptModelError(f"{path}: unsupported model file version {version!r} (expected {VERSION})")
-    if "payload" not in doc or not isinstance(doc.get("sha256"), str):
-        raise CorruptModelError(f"{path}: not a {format_name} file (payload or sha256 field missing)")
+    if not isinstance(doc.get("payload"), dict) or not isinstance(doc.get("sha256"), str):
+        raise CorruptModelError(f"{path}: not a {format_name} file (payload or sha256 field missing or not "
+                                "of its type)")
     if hashlib.sha256(_canonical(doc["payload"])).hexdigest() != doc["sha256"]:
         raise CorruptModelError(f"{path}: checksum mismatch (the file is corrupt or was edited)")
     return doc["payload"]

@@ -3,11 +3,16 @@
 Each checkpoint is one file ``checkpoint-<sequence>.json`` in the robustream file format
 (:mod:`robustream.persist`: versioned, SHA-256 checksummed, atomic temp file + rename; no pickle).
 The last ``keep`` files are kept. :meth:`CheckpointStore.load_latest` walks from the newest to
-the oldest and skips (and reports) any file that fails its checksum or cannot be rebuilt; it renames
-such a file to ``checkpoint-<sequence>.json.corrupt``, so it no longer counts among the kept ones.
+the oldest and skips (and reports) any damaged file (it fails its checksum or is not a checkpoint);
+the daemon's store renames such a file to ``checkpoint-<sequence>.json.corrupt``, so it no longer
+counts among the kept ones. An intact file this robustream cannot resume from (written by a later
+version, or holding a state it cannot rebuild: another robustream or river version) or cannot read
+(permissions) raises :class:`CheckpointUnreadable` and is left as it is: falling back past it would
+drop the model it holds, and every checkpoint that version wrote, without a word.
 A daemon opens its folder with ``exclusive=True``: a lock (``flock`` on ``daemon.lock``, let go when
 the process ends, even by ``kill -9``) keeps a second daemon out, whose checkpoints would otherwise
-overwrite and delete the first one's.
+overwrite and delete the first one's; only that store changes the folder beyond writing checkpoints
+(removing stale temp files, setting damaged files aside), so a reader never disturbs the daemon.
 
 >>> import tempfile
 >>> from river import linear_model
@@ -56,6 +61,10 @@ class FolderInUse(ValueError):
     """Another process holds the folder's lock."""
 
 
+class CheckpointUnreadable(ValueError):
+    """An intact checkpoint this robustream cannot resume from, or a checkpoint file it cannot read."""
+
+
 class CheckpointStore:
     """A directory of numbered checkpoints; the newest readable one wins.
 
@@ -69,11 +78,12 @@ class CheckpointStore:
         self.directory = Path(directory)
         self.keep = keep
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock_folder(self.directory) if exclusive else None  # before the temp files go: they may be its
-        # temp files of writes cut short (kill -9 between the write and the rename): never read, so removed
-        for pattern in (".checkpoint-*.tmp", f".{COMMITS_FILE}.*.tmp"):
-            for stale in self.directory.glob(pattern):
-                stale.unlink(missing_ok=True)
+        self._lock = _lock_folder(self.directory) if exclusive else None
+        if self._lock is not None:  # a reader's store must not remove the temp file of a daemon's write
+            # temp files of writes cut short (kill -9 between the write and the rename): never read, so removed
+            for pattern in (".checkpoint-*.tmp", f".{COMMITS_FILE}.*.tmp"):
+                for stale in self.directory.glob(pattern):
+                    stale.unlink(missing_ok=True)
 
     def release(self) -> None:
         """Let go of the folder's lock (closing the file does)."""
@@ -120,32 +130,52 @@ class CheckpointStore:
             return {}
 
     def load_latest(self, on_corrupt: Callable[[Path, str], None] | None = None) -> Checkpoint | None:
-        """The newest checkpoint that loads, or None; ``on_corrupt(path, reason)`` for each one skipped."""
+        """The newest checkpoint that loads, or None; ``on_corrupt(path, reason)`` for each damaged one
+        skipped. :class:`CheckpointUnreadable` for an intact one this robustream cannot resume from, or
+        a file it cannot read (see the module's docstring)."""
         for path in reversed(self.paths()):
             try:
                 payload = persist.load(path, format_name=CHECKPOINT_FORMAT)
+            except persist.UnsupportedVersionError as exc:
+                raise CheckpointUnreadable(f"{exc}: run that robustream, or start afresh with another checkpoint "
+                                           "folder (the file is left as it is)") from None
+            except persist.CorruptModelError as exc:  # damaged: fails its checksum, or not a checkpoint at all
+                self._set_aside(path, str(exc), on_corrupt)
+                continue
+            except OSError as exc:  # permissions, an I/O error: the file may be intact
+                raise CheckpointUnreadable(f"{path}: cannot read it ({exc.strerror or exc}); the file is left as "
+                                           "it is") from None
+            try:
                 model = decode_state(payload["model"])
                 offsets = {(str(t), int(p)): int(o) for t, p, o in payload["offsets"]}
                 meta = dict(payload.get("meta") or {})
-            except (persist.CorruptModelError, StateError, KeyError, TypeError, ValueError, OSError) as exc:
-                reason = str(exc)
-                # set aside (kept for inspection, no longer counted among the last `keep`): otherwise
-                # the next saves would delete the good checkpoints older than it first
-                aside = path.with_name(path.name + ".corrupt")
-                n = 1
-                while aside.exists():  # sequence numbers are reused once a corrupt newest is set aside
-                    n += 1
-                    aside = path.with_name(f"{path.name}.corrupt{n}")
-                try:
-                    path.replace(aside)
-                except OSError:
-                    aside = path
-                log.error("skipping checkpoint %s: %s (kept as %s)", path, reason, aside.name)
-                if on_corrupt is not None:
-                    on_corrupt(path, reason)
-                continue
+            except (StateError, KeyError, TypeError, ValueError) as exc:  # intact (its checksum holds): skew
+                raise CheckpointUnreadable(
+                    f"{path}: an intact checkpoint this robustream cannot resume from ({exc}); it was written "
+                    "by another version of robustream or river: run that version, or start afresh with another "
+                    "checkpoint folder (the file is left as it is)"
+                ) from None
             return Checkpoint(model, offsets, meta, path)
         return None
+
+    def _set_aside(self, path: Path, reason: str, on_corrupt: Callable[[Path, str], None] | None) -> None:
+        """Skip a damaged checkpoint; the daemon's store (the lock holder) renames it so that it is kept for
+        inspection but no longer counted among the last ``keep`` (the next saves would otherwise delete
+        the good checkpoints older than it first)."""
+        aside = path
+        if self._lock is not None:
+            aside = path.with_name(path.name + ".corrupt")
+            n = 1
+            while aside.exists():  # sequence numbers are reused once a corrupt newest is set aside
+                n += 1
+                aside = path.with_name(f"{path.name}.corrupt{n}")
+            try:
+                path.replace(aside)
+            except OSError:
+                aside = path
+        log.error("skipping checkpoint %s: %s (kept as %s)", path, reason, aside.name)
+        if on_corrupt is not None:
+            on_corrupt(path, reason)
 
 
 def _lock_folder(directory: Path):

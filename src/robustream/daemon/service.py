@@ -47,7 +47,7 @@ from kafka.structs import OffsetAndMetadata
 from prometheus_client import start_http_server
 
 from ..learners.registry import learner_flags, make_learner, trial_learner
-from .checkpoint import CheckpointStore, FolderInUse
+from .checkpoint import CheckpointStore, CheckpointUnreadable, FolderInUse
 from .clients import QuietWhileClosing, close_client
 from .state import StateError, decode_state, encode_state
 from .codec import InvalidMessage, LabelSpace, dead_letter, decode_message, encode_json, encode_prediction
@@ -312,7 +312,10 @@ class Daemon:
             self.metrics.checkpoint_fallbacks.inc()
             self._fell_back = True
 
-        ckpt = self.store.load_latest(on_corrupt=corrupt)
+        try:
+            ckpt = self.store.load_latest(on_corrupt=corrupt)
+        except CheckpointUnreadable as exc:
+            raise ValueError(f"--checkpoint-dir {self.cfg.checkpoint_dir}: {exc}") from None
         if ckpt is None:
             model = self._checked_new_model()
             log.info("no checkpoint in %s: starting a new %s model", self.cfg.checkpoint_dir, self.cfg.learner)

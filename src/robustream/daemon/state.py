@@ -319,7 +319,8 @@ def decode_state(doc: dict) -> Any:
         return _Decoder().value(doc["root"])
     except StateError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, ImportError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ImportError, OverflowError,
+            RecursionError) as exc:
         raise StateError(f"malformed model state ({type(exc).__name__}: {exc})") from None
 
 
