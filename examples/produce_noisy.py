@@ -1,7 +1,7 @@
 """Send a data set with flipped labels to a Kafka topic, as input for ``robustream serve``.
 
     python examples/produce_noisy.py --bootstrap-servers 127.0.0.1:9092 --topic robustream-input \
-        --dataset mushrooms --flip 0.15 --max-samples 5000
+        --dataset mushrooms --flip 0.15 --max-samples 5000 [--noise adversarial]
 
 Each message is ``{"id": "<row>", "x": {"f<j>": value, ...}, "y": 0 or 1}`` (keyed by id); the
 clean labels are written to ``--clean-labels`` (JSON: id -> label) if given, so that a consumer of
@@ -24,12 +24,16 @@ def main() -> int:
     parser.add_argument("--topic", default="robustream-input")
     parser.add_argument("--dataset", default="mushrooms", help="shared data set name or path, or 'synthetic'")
     parser.add_argument("--flip", type=float, default=0.15, help="share of labels flipped (default 0.15)")
+    parser.add_argument("--noise", choices=["uniform", "adversarial"], default="uniform",
+                        help="uniform flips, or adversarial: the positives farthest on the correct side of a clean "
+                             "reference boundary (default uniform)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-samples", type=int, default=None)
     parser.add_argument("--clean-labels", help="write id -> clean label (JSON) to this file")
     args = parser.parse_args()
     try:
-        messages = dataset_messages(args.dataset, flip=args.flip, seed=args.seed, max_samples=args.max_samples)
+        messages = dataset_messages(args.dataset, flip=args.flip, seed=args.seed, max_samples=args.max_samples,
+                                    noise=args.noise)
         producer = KafkaProducer(bootstrap_servers=args.bootstrap_servers.split(","), acks="all", linger_ms=20)
         clean = send_messages(producer, args.topic, messages)
         producer.close()
@@ -42,7 +46,7 @@ def main() -> int:
     if args.clean_labels:
         with open(args.clean_labels, "w") as fh:
             json.dump(clean, fh)
-    print(f"sent {len(clean)} messages to {args.topic} ({args.flip:.0%} of the labels flipped)")
+    print(f"sent {len(clean)} messages to {args.topic} ({args.flip:.0%} of the labels flipped, {args.noise})")
     return 0
 
 

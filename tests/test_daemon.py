@@ -1008,3 +1008,17 @@ def test_a_dead_letter_cut_inside_a_character_keeps_its_text():
         assert (b" " * extra + raw).startswith(letter["raw"].encode())
     letter = dead_letter(b"\xff" + raw, error="bad", topic="in", partition=0, offset=6)  # not UTF-8: base64
     assert letter["raw"] is None and letter["raw_base64"]
+
+
+def test_the_producers_messages_flip_uniformly_or_adversarially():
+    from robustream.daemon import dataset_messages
+
+    uniform = list(dataset_messages("synthetic", flip=0.2, seed=1, max_samples=400))
+    adversarial = list(dataset_messages("synthetic", flip=0.2, seed=1, max_samples=400, noise="adversarial"))
+    assert [doc["x"] for doc, _ in uniform] == [doc["x"] for doc, _ in adversarial]
+    assert [c for _, c in uniform] == [c for _, c in adversarial]
+    flipped = [(doc["y"], clean) for doc, clean in adversarial if doc["y"] != clean]
+    assert len(flipped) == 80 and set(flipped) == {(0, 1)}  # positives only, round(0.2 * 400) of them
+    assert 40 < sum(doc["y"] != clean for doc, clean in uniform) < 120
+    with pytest.raises(ValueError, match="--noise must be uniform or adversarial, got 'worst'"):
+        list(dataset_messages("synthetic", noise="worst"))

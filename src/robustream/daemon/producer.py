@@ -2,8 +2,9 @@
 ``examples/produce_noisy.py`` send to the input topic.
 
 Rows are shuffled (seeded), labels are 0/1 (1 = the positive class), and a share ``flip`` of the
-labels is flipped uniformly at random (:func:`robustream.evaluate.noisy_stream`). The clean label is
-returned beside every message so that predictions can be scored against it.
+labels is flipped (:func:`robustream.evaluate.noisy_stream`): uniformly at random, or adversarially
+(the positives farthest on the correct side of a clean reference boundary, as poisoning would). The
+clean label is returned beside every message so that predictions can be scored against it.
 
 >>> msgs = list(dataset_messages("synthetic", flip=0.2, seed=1, max_samples=6))
 >>> [set(doc) for doc, _ in msgs][0] == {"id", "x", "y"}, len(msgs)
@@ -51,12 +52,17 @@ def _rows(dataset: str, seed: int, max_samples: int | None) -> Iterator[tuple[di
 
 
 def dataset_messages(
-    dataset: str = "w8a", *, flip: float = 0.15, seed: int = 0, max_samples: int | None = None
+    dataset: str = "w8a", *, flip: float = 0.15, seed: int = 0, max_samples: int | None = None,
+    noise: str = "uniform",
 ) -> Iterator[tuple[dict, int]]:
-    """``(message, clean label)`` pairs; ``message = {"id", "x", "y"}`` with the possibly flipped label."""
+    """``(message, clean label)`` pairs; ``message = {"id", "x", "y"}`` with the possibly flipped label.
+    ``noise``: ``"uniform"`` or ``"adversarial"`` (which reads the whole data set first)."""
     if not 0.0 <= flip < 0.5:
         raise ValueError(f"--flip must be in [0, 0.5), got {flip!r}")
-    for i, (x, y_noisy, y_clean) in enumerate(noisy_stream(_rows(dataset, seed, max_samples), flip=flip, seed=seed)):
+    if noise not in ("uniform", "adversarial"):
+        raise ValueError(f"--noise must be uniform or adversarial, got {noise!r}")
+    rows = noisy_stream(_rows(dataset, seed, max_samples), flip=flip, seed=seed, noise=noise)
+    for i, (x, y_noisy, y_clean) in enumerate(rows):
         yield {"id": str(i), "x": x, "y": int(y_noisy)}, int(y_clean)
 
 
