@@ -49,12 +49,17 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--flip", type=float, default=0.15)
     args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    try:
+        data_sets = {name: load(name) for name in args.datasets}
+    except (ValueError, OSError) as exc:  # an unknown name (the message lists the known ones), a missing file
+        parser.error(str(exc))
     warnings.filterwarnings("ignore", category=ConvergenceWarning)  # liblinear at large C; noted, not hidden
 
     print(f"test error % (mean over {args.seeds} seeds), {args.flip:.0%} flipped train/validation labels")
     print(f"{'dataset':<16}{'RGDSVC':>10}{'LinearSVC':>12}{'RGDSVC s':>10}{'LinSVC s':>10}")
-    for name in args.datasets:
-        data = load(name)
+    for name, data in data_sets.items():
         errors = {"rgd": [], "svc": []}
         seconds = {"rgd": 0.0, "svc": 0.0}
         for seed in range(args.seeds):

@@ -29,6 +29,10 @@ def main(argv=None) -> None:
     parser.add_argument("--test", type=int, default=2000, help="rows scored after them, with clean labels")
     parser.add_argument("--flip", type=float, default=0.15, help="share of training labels replaced")
     args = parser.parse_args(argv)
+    if args.train < 1 or args.test < 1:
+        parser.error("--train and --test must be at least 1")
+    if not 0.0 <= args.flip < 1.0:
+        parser.error(f"--flip must be in [0, 1), got {args.flip}")
 
     data = load("mnist")  # 10,000 images of 784 pixels in [0, 1], labels 0-9
     if args.train + args.test > data.X.shape[0]:

@@ -10,6 +10,7 @@ the predictions topic can score the daemon against them (see read_predictions.py
 
 import argparse
 import json
+import os
 import sys
 
 from kafka import KafkaProducer
@@ -31,21 +32,28 @@ def main() -> int:
     parser.add_argument("--max-samples", type=int, default=None)
     parser.add_argument("--clean-labels", help="write id -> clean label (JSON) to this file")
     args = parser.parse_args()
+    try:  # opened first: the clean labels must not be lost after every message was sent
+        clean_file = open(args.clean_labels, "w") if args.clean_labels else None
+    except OSError as exc:
+        parser.error(f"--clean-labels {args.clean_labels}: cannot write ({exc.strerror})")
     try:
         messages = dataset_messages(args.dataset, flip=args.flip, seed=args.seed, max_samples=args.max_samples,
                                     noise=args.noise)
         producer = KafkaProducer(bootstrap_servers=args.bootstrap_servers.split(","), acks="all", linger_ms=20)
         clean = send_messages(producer, args.topic, messages)
         producer.close()
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, KafkaError) as exc:
+        if clean_file is not None:  # labels of messages that were not (all) sent
+            clean_file.close()
+            os.remove(args.clean_labels)
+        if isinstance(exc, KafkaError):
+            print(f"produce_noisy: error: cannot reach the brokers {args.bootstrap_servers} ({exc})", file=sys.stderr)
+            return 1
         print(f"produce_noisy: error: {exc}", file=sys.stderr)
         return 2
-    except KafkaError as exc:
-        print(f"produce_noisy: error: cannot reach the brokers {args.bootstrap_servers} ({exc})", file=sys.stderr)
-        return 1
-    if args.clean_labels:
-        with open(args.clean_labels, "w") as fh:
-            json.dump(clean, fh)
+    if clean_file is not None:
+        with clean_file:
+            json.dump(clean, clean_file)
     print(f"sent {len(clean)} messages to {args.topic} ({args.flip:.0%} of the labels flipped, {args.noise})")
     return 0
 

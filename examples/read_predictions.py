@@ -32,7 +32,13 @@ def read() -> int:
     parser.add_argument("--show", type=int, default=5, help="print the first N predictions")
     parser.add_argument("--idle-seconds", type=float, default=3.0, help="stop after this long without a message")
     args = parser.parse_args()
-    clean = json.load(open(args.clean_labels)) if args.clean_labels else {}
+    clean = {}
+    if args.clean_labels:
+        try:
+            with open(args.clean_labels) as fh:
+                clean = json.load(fh)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--clean-labels {args.clean_labels}: cannot read ({exc})")
     consumer = KafkaConsumer(bootstrap_servers=args.bootstrap_servers.split(","), enable_auto_commit=False,
                              consumer_timeout_ms=int(args.idle_seconds * 1000))
     partitions = consumer.partitions_for_topic(args.topic)

@@ -391,6 +391,13 @@ def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
         (["--security-protocol", "SSL", "--ssl-cafile", "/nonexistent/ca.pem"], {},
          "--ssl-cafile /nonexistent/ca.pem: cannot read (No such file or directory)"),
         (["--kafka-option", "auto_offset_reset=bogus"], {}, "--kafka-option auto_offset_reset: expected earliest or"),
+        # accepted, then a traceback at the first output, or dead letters read back as input without end (a review)
+        (["--dead-letter-topic", "dead letters"], {}, "--dead-letter-topic: 'dead letters' is not a Kafka topic name"),
+        (["--predictions-topic", "a" * 250], {}, "--predictions-topic: 'aaaa"),
+        (["--input-topic", ".."], {}, "--input-topic: '..' is not a Kafka topic name"),
+        (["--dead-letter-topic", "robustream-input"], {},
+         "--dead-letter-topic: 'robustream-input' is also --input-topic: the daemon would read its own output back"),
+        (["--input-topic", "x", "--predictions-topic", "x"], {}, "--predictions-topic: 'x' is also --input-topic"),
     ],
 )
 def test_bad_options_name_the_option(argv, env, message):
@@ -1022,3 +1029,28 @@ def test_the_producers_messages_flip_uniformly_or_adversarially():
     assert 40 < sum(doc["y"] != clean for doc, clean in uniform) < 120
     with pytest.raises(ValueError, match="--noise must be uniform or adversarial, got 'worst'"):
         list(dataset_messages("synthetic", noise="worst"))
+
+
+def test_environment_lists_keep_brackets_whole_toml_tables_keep_text_and_typos_are_reported(tmp_path):
+    # ROBUSTREAM_PARAM was split at every comma; a [kafka-option] table's text kept its JSON quotes
+    # ('"my-app"'); a misspelled ROBUSTREAM_* variable was ignored without a word; +1 was the text '+1'
+    env = {"ROBUSTREAM_PARAM": 'nominal_attributes=["a","b"],grace_period=50', "ROBUSTREAM_LEARNR": "coreset",
+           "ROBUSTREAM_DATASETS": "/data", "ROBUSTREAM_LABELS": "-1,+1"}
+    path = tmp_path / "c.toml"
+    path.write_text('[kafka-option]\nclient_id = "my-app"\nauto_offset_reset = "earliest"\napi_version = "2.5"\n'
+                    'linger_ms = 5\n')
+    cfg = resolve(build_parser().parse_args(["serve", "--config", str(path), "--log-format", "JSON"]), environ=env)
+    assert cfg.learner_params == {"nominal_attributes": ["a", "b"], "grace_period": 50}
+    settings = cfg.kafka_settings()
+    assert (settings["client_id"], settings["auto_offset_reset"], settings["api_version"], settings["linger_ms"]) == (
+        "my-app", "earliest", (2, 5), 5)
+    assert cfg.ignored_environment == ["ROBUSTREAM_LEARNR: no such option (did you mean ROBUSTREAM_LEARNER?)"]
+    assert cfg.label_values == [-1, 1] and cfg.log_format == "json"
+
+
+@pytest.mark.parametrize("text, value", [("+1", 1), (".2", 0.2), ("050", 50), ("1.", 1.0), ("-1e-3", -0.001),
+                                         ("1.2.3", "1.2.3"), ("x1", "x1")])
+def test_learner_parameters_and_labels_read_the_numbers_a_command_line_writes(text, value):
+    from robustream.learners.registry import parse_value
+
+    assert parse_value(text) == value and type(parse_value(text)) is type(value)

@@ -51,6 +51,9 @@ def test_demo_and_broker_options_a_user_gets_wrong_are_named():
              f"robustream demo: error: --metrics-port {port}: cannot listen (Address already in use)"),
             (["broker", "--host", "no-such-host.invalid", "--port", "0"],
              "robustream broker: error: --host no-such-host.invalid: cannot be resolved"),
+            # "n_per_class must satisfy 1 <= low <= high, got 0", naming no flag (a review)
+            (["demo", "--dataset", "synthetic", "--max-samples", "1"],
+             "robustream demo: error: --max-samples: 'synthetic' draws rows of two classes, at least 2, got 1"),
         ]  # before: all rows but the last 5; "expected non-negative integer"; "[Errno 98]"; a traceback
         for argv, message in cases:
             done = subprocess.run([sys.executable, "-m", "robustream.cli", *argv], cwd=ROOT, capture_output=True,
@@ -117,6 +120,22 @@ def test_the_broker_command_names_a_bad_topic():
                           cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("robustream broker: error: --topic events:zero: expected NAME or NAME:PARTITIONS")
+
+
+def test_the_broker_command_says_when_its_port_is_taken():
+    # it took the listener there for itself: "embedded broker ... on 127.0.0.1:P", topics created on the
+    # broker already there, then "tansu exited with code 0" (or a 31 s timeout before a KafkaTimeoutError)
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "robustream.cli", "broker", "--port", str(port)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (f"robustream broker: error: 127.0.0.1:{port} is in use: another process listens there "
+                           "(another broker?); choose another port\n")
 
 
 def test_the_kafka_examples_say_when_the_brokers_cannot_be_reached():
@@ -221,3 +240,13 @@ def test_a_demo_stopped_while_its_broker_starts_takes_the_broker_with_it():
         if alive:
             os.kill(pid, signal.SIGKILL)
         assert not alive, f"tansu {pid} outlived the demo"
+
+
+def test_the_demo_leaves_an_outlier_fraction_the_user_set_alone():
+    from robustream.daemon.demo import demo_params
+
+    # "outlier_fraction =0.1" (a space before =) got outlier_fraction=auto appended, which won
+    for given in (["outlier_fraction =0.1"], [" outlier_fraction= 0.1"], ["outlier_fraction=0.1"]):
+        assert demo_params("rgd", given) == given
+    assert demo_params("rgd", ["nu=0.2"]) == ["nu=0.2", "outlier_fraction=auto"]
+    assert demo_params("coreset", []) == []

@@ -484,3 +484,21 @@ def test_after_a_concept_change_memory_skips_fewer_clean_rows_of_the_new_concept
         assert clean_skips[300][-1] < clean_skips[None][-1], seed
     assert np.mean(clean_skips[300]) < 0.5 * np.mean(clean_skips[None]), clean_skips
     assert np.mean(precision[300]) > np.mean(precision[None]) + 0.1, precision
+
+
+@pytest.mark.parametrize("score", ["exact", "bound"])
+def test_a_value_whose_square_overflows_is_refused_and_leaves_no_trace(score):
+    # 1e160 was taken: the scatter became inf for good, and the filter skipped 45 of 1,000 rows, not 200
+    rng = np.random.default_rng(0)
+    rows = [({"a": float(rng.normal()) + (1.0 if y else -1.0), "b": float(rng.normal())}, bool(y))
+            for y in rng.random(300) < 0.5]
+    model, twin = (ORDIFilter(linear_model.LogisticRegression(), score=score) for _ in range(2))
+    for i, (x, y) in enumerate(rows):
+        if i == 150:
+            with pytest.raises(ValueError, match=r"feature 'a' is 1e\+160, larger in absolute value than the 1e\+140 "
+                                                 r"ORDIFilter's statistics can take"):
+                model.learn_one({"a": 1e160, "b": 0.0}, True)
+        model.learn_one(x, y)
+        twin.learn_one(x, y)
+    assert np.array_equal(model.mean_, twin.mean_) and model.n_skipped_ == twin.n_skipped_ > 0
+    assert model.classifier_.weights == twin.classifier_.weights

@@ -4,15 +4,18 @@ Every ``serve`` flag can also come from the environment (``ROBUSTREAM_<FLAG>``, 
 underscores, e.g. ``ROBUSTREAM_BOOTSTRAP_SERVERS``) or from a TOML file given by ``--config``
 (keys as the flag names, dashes or underscores). Precedence: command line > environment > file >
 default. Repeated options (``--param``, ``--kafka-option``) take a comma-separated list in the
-environment and a list or a table in the file.
+environment (commas inside brackets, braces or quotes do not separate: ``a=[1,2],b=3``) and a list or a
+table in the file. A ``ROBUSTREAM_*`` variable that names no option is reported (logged as a warning).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,6 +158,8 @@ class ServeConfig:
     """Resolved ``serve`` options (see :data:`SERVE_OPTIONS`); build with :func:`resolve`."""
 
     values: dict[str, Any] = field(default_factory=dict)
+    # ROBUSTREAM_* environment variables that name no option (a typo), each with what it may have meant
+    ignored_environment: list[str] = field(default_factory=list)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -271,9 +276,11 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
             return items
         if kind == "list":
             if isinstance(raw, dict):  # a TOML table: its values are typed already, JSON keeps their types
-                return [f"{k}={json.dumps(v, allow_nan=False)}" for k, v in raw.items()]
+                # (a client setting's text is taken as written: client_id = "my-app" is my-app, not "my-app")
+                return [f"{k}={v}" if flag == "--kafka-option" and isinstance(v, str)
+                        else f"{k}={json.dumps(v, allow_nan=False)}" for k, v in raw.items()]
             if isinstance(raw, str):
-                return [v.strip() for v in raw.split(",") if v.strip()]
+                return [v.strip() for v in split_items(raw) if v.strip()]
             return [str(v) for v in raw]
         if isinstance(raw, list) and flag == "--bootstrap-servers":
             raw = ",".join(str(v).strip() for v in raw)  # a TOML array of host:port
@@ -287,6 +294,30 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
                     "csv": "comma-separated non-empty values", "str": "a non-empty string"}  # fmt: skip
         expected = expected.get(kind, "a value")
         raise ValueError(f"{flag} (from {source}): expected {expected}, got {raw!r}") from None
+
+
+def split_items(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets, braces and quotes: the environment's form of a
+    repeated option keeps a list or object value whole.
+
+    >>> split_items('a=1, b=["x","y"], c={"k": [1, 2]}, d="p,q"')
+    ['a=1', ' b=["x","y"]', ' c={"k": [1, 2]}', ' d="p,q"']
+    """
+    items, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    return [*items, text[start:]]
 
 
 def _toml_text(v: Any) -> str:
@@ -314,6 +345,7 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
                 raise ValueError(f"--config {config_path}: unknown option {key!r}")
             file_values[_dest(key)] = value
     values: dict[str, Any] = {}
+    ignored = _unknown_environment(environ)
     for flag, kind, default, _ in SERVE_OPTIONS:
         dest = _dest(flag)
         env_name = ENV_PREFIX + dest.upper()
@@ -326,8 +358,10 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
             values[dest] = _convert(f"--{flag}", kind, file_values[dest], f"--config {config_path}")
         else:
             values[dest] = default
+    values["log_format"] = values["log_format"].lower()
     if values["log_format"] not in ("text", "json"):
         raise ValueError(f"--log-format: expected text or json, got {values['log_format']!r}")
+    check_topics(values)
     for flag, allowed in _CHOICES.items():
         dest = _dest(flag)
         if values[dest] is not None:
@@ -348,11 +382,54 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     _check_security(values)
     if values["metrics_port"] > 65535:
         raise ValueError(f"--metrics-port: expected a port number 0-65535, got {values['metrics_port']}")
-    cfg = ServeConfig(values)
+    cfg = ServeConfig(values, ignored)
     check_labels(cfg.label_values, values["labels"])
     cfg.learner_params  # noqa: B018 - validate key=value now
     cfg.kafka_settings()
     return cfg
+
+
+# ROBUSTREAM_* variables read elsewhere (the data sets' folder, the broker binary, the rebuild worker)
+OTHER_ENVIRONMENT = frozenset({"CONFIG", "DATASETS", "TANSU", "WORKER_SYS_PATH"})
+
+
+def _unknown_environment(environ) -> list[str]:
+    """``ROBUSTREAM_*`` variables that name no option, each said with the option it may have meant."""
+    names = [_dest(flag).upper() for flag, *_ in SERVE_OPTIONS] + sorted(OTHER_ENVIRONMENT)
+    out = []
+    for var in sorted(environ):
+        if var.startswith(ENV_PREFIX) and var[len(ENV_PREFIX):] not in names:
+            near = difflib.get_close_matches(var[len(ENV_PREFIX):], names, n=1)
+            out.append(f"{var}: no such option" + (f" (did you mean {ENV_PREFIX}{near[0]}?)" if near else ""))
+    return out
+
+
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def is_topic_name(name: str) -> bool:
+    """Kafka's rule for topic names (kafka-python refuses others when it first sends to one)."""
+    return bool(_TOPIC.fullmatch(name)) and name not in (".", "..")
+
+
+def check_topics(values: dict[str, Any]) -> None:
+    """Topic names Kafka accepts, and outputs that do not go back to the input topic (a dead letter
+    read back as input is dead-lettered again, without end); ValueError naming the option.
+
+    >>> check_topics({"input_topic": "in", "predictions_topic": "out", "dead_letter_topic": "dead letters"})
+    Traceback (most recent call last):
+    ...
+    ValueError: --dead-letter-topic: 'dead letters' is not a Kafka topic name (1-249 of a-z, A-Z, 0-9, '.', '_', '-'; not '.' or '..')
+    """
+    for flag in ("input-topic", "predictions-topic", "dead-letter-topic"):
+        name = values[_dest(flag)]
+        if not is_topic_name(name):
+            raise ValueError(f"--{flag}: {name!r} is not a Kafka topic name (1-249 of a-z, A-Z, 0-9, '.', '_', '-'; "
+                             "not '.' or '..')")
+    for flag in ("predictions-topic", "dead-letter-topic"):
+        if values[_dest(flag)] == values["input_topic"]:
+            raise ValueError(f"--{flag}: {values['input_topic']!r} is also --input-topic: the daemon would read its "
+                             "own output back as input")
 
 
 MAX_SHUTDOWN_TIMEOUT = 86400  # the stop's watchdog timer takes no more than threading.TIMEOUT_MAX

@@ -69,6 +69,18 @@ class _Progress:
             self.bar.close()
 
 
+def demo_params(learner: str, params: list[str]) -> list[str]:
+    """The ``--param`` items of the demo's learner: the user's, and for ``rgd`` ``outlier_fraction=auto``
+    unless they set it (the flip rate is unknown to the demo's learner too).
+
+    >>> demo_params("rgd", ["nu=0.2"]), demo_params("rgd", ["outlier_fraction =0.1"])
+    (['nu=0.2', 'outlier_fraction=auto'], ['outlier_fraction =0.1'])
+    """
+    if learner == "rgd" and "outlier_fraction" not in {p.partition("=")[0].strip() for p in params}:
+        return [*params, "outlier_fraction=auto"]
+    return list(params)
+
+
 def run_demo(args) -> int:
     """Entry point of ``robustream demo``; returns the exit code."""
     # SIGTERM ends the demo like Ctrl-C, from the first line on: through the finally below, so the
@@ -110,10 +122,7 @@ def _run_demo(args) -> int:
                 "--checkpoint-every", "1000", "--learner", args.learner]  # fmt: skip
         for option in TANSU_GROUP_OPTIONS:
             argv += ["--kafka-option", option]
-        params = list(args.param)
-        if args.learner == "rgd" and not any(p.startswith("outlier_fraction=") for p in params):
-            params.append("outlier_fraction=auto")  # the flip rate is unknown to the demo's learner too
-        for p in params:
+        for p in demo_params(args.learner, args.param):
             argv += ["--param", p]
         from ..cli import build_parser
 

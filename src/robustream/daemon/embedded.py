@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 from .clients import deferred_interrupts, kafka_client
+from .config import is_topic_name
 
 # tansu completes a consumer group's first join only after the rebalance timeout: with these
 # consumer settings a daemon gets its partitions after about 3 s instead of about 23 s
@@ -60,6 +60,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def _listening(host: str, port: int) -> bool:
+    """Whether a process accepts connections on ``host:port``."""
+    try:
+        socket.create_connection((host, port), timeout=0.2).close()
+    except OSError:
+        return False
+    return True
+
+
 class EmbeddedBroker:
     """tansu on ``127.0.0.1:<port>`` with the memory store; a context manager.
 
@@ -82,6 +91,9 @@ class EmbeddedBroker:
         url = f"tcp://{self.host}:{self.port}"
         cmd = [tansu_binary(), "broker", "--storage-engine", "memory://tansu/", "--listener-url", url,
                "--advertised-listener-url", url]  # fmt: skip
+        if _listening(self.host, self.port):  # else the wait below mistakes that listener for tansu
+            raise BrokerUnavailable(f"{self.bootstrap_servers} is in use: another process listens there (another "
+                                    "broker?); choose another port")
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         try:  # tansu runs in its own session: whatever ends the wait (Ctrl-C included) must not leave it behind
             with deferred_interrupts():  # a Ctrl-C inside Popen would lose the child before self.process holds it
@@ -91,11 +103,9 @@ class EmbeddedBroker:
                 if self.process.poll() is not None:
                     raise BrokerUnavailable(f"tansu exited with code {self.process.returncode} "
                                             f"(port {self.port} busy?)")  # fmt: skip
-                try:
-                    socket.create_connection((self.host, self.port), timeout=0.2).close()
+                if _listening(self.host, self.port):
                     return self
-                except OSError:
-                    time.sleep(0.05)
+                time.sleep(0.05)
             raise BrokerUnavailable(f"tansu did not listen on {self.bootstrap_servers} within {timeout:.0f} s")
         except BaseException:
             self.kill()
@@ -159,9 +169,6 @@ def add_broker_arguments(parser) -> None:
                         help="topic to create, repeatable (default: " + ", ".join(DEFAULT_TOPICS) + ")")
 
 
-_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's rule for topic names
-
-
 def parse_topics(specs) -> dict[str, int]:
     """``["input:2", "out"]`` -> ``{"input": 2, "out": 1}``; ValueError naming a bad one.
 
@@ -177,7 +184,7 @@ def parse_topics(specs) -> dict[str, int]:
             n = 0
         if n < 1:
             raise ValueError(f"--topic {spec}: expected NAME or NAME:PARTITIONS with PARTITIONS >= 1")
-        if not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+        if not is_topic_name(name):
             raise ValueError(f"--topic {spec}: a topic name is 1 to 249 of the characters A-Z a-z 0-9 . _ -")
         topics[name] = n
     return topics

@@ -27,6 +27,8 @@ SYNTHETIC = "synthetic"
 
 def _rows(dataset: str, seed: int, max_samples: int | None) -> Iterator[tuple[dict[str, float], bool]]:
     if dataset == SYNTHETIC:
+        if max_samples is not None and max_samples < 2:
+            raise ValueError(f"--max-samples: {SYNTHETIC!r} draws rows of two classes, at least 2, got {max_samples}")
         X, y = make_gaussian_classes((max_samples or 5000) // 2, seed=seed)
     else:
         try:
@@ -35,7 +37,7 @@ def _rows(dataset: str, seed: int, max_samples: int | None) -> Iterator[tuple[di
             raise UnknownDataset(f"{exc}, or {SYNTHETIC!r} (the built-in generator)") from None
         X, y = ds.X, ds.y
         if len(np.unique(y)) != 2:
-            raise ValueError(f"--dataset {dataset}: {len(np.unique(y))} classes; the demo replays binary data sets")
+            raise ValueError(f"--dataset {dataset}: {len(np.unique(y))} classes; only binary data sets are replayed")
     order = np.random.default_rng(seed).permutation(X.shape[0])
     if max_samples is not None:
         order = order[:max_samples]
@@ -59,6 +61,8 @@ def dataset_messages(
     ``noise``: ``"uniform"`` or ``"adversarial"`` (which reads the whole data set first)."""
     if not 0.0 <= flip < 0.5:
         raise ValueError(f"--flip must be in [0, 0.5), got {flip!r}")
+    if max_samples is not None and max_samples < 1:  # a negative one was a slice: all rows but the last few
+        raise ValueError(f"--max-samples: must be at least 1, got {max_samples}")
     if noise not in ("uniform", "adversarial"):
         raise ValueError(f"--noise must be uniform or adversarial, got {noise!r}")
     rows = noisy_stream(_rows(dataset, seed, max_samples), flip=flip, seed=seed, noise=noise)

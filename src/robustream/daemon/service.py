@@ -976,6 +976,8 @@ def run_serve(args, parser=None) -> int:
         print(f"robustream serve: error: {exc}", file=sys.stderr)
         return 2
     configure_logging(cfg.log_format, cfg.log_level)
+    for problem in cfg.ignored_environment:
+        log.warning("ignoring the environment variable %s", problem)
     try:
         daemon = Daemon(cfg)
     except ValueError as exc:

@@ -124,6 +124,16 @@ def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> d
     return row
 
 
+def refuse_values_beyond(row: dict, limit: float, what: str) -> None:
+    """ValueError naming the first feature of ``row`` (finite floats) larger than ``limit`` in absolute
+    value, which ``what`` cannot take (its squares and sums of squares would overflow)."""
+    # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there
+    if math.hypot(*row.values()) > limit and (too_large := [k for k, v in row.items() if abs(v) > limit]):
+        k = too_large[0]
+        raise ValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} {what} can "
+                         "take; rescale the features (for example, standardise them)")
+
+
 def error_rise(errors: int, rows: int, ref_errors: int, ref_rows: int) -> tuple[float, float]:
     """``(rise, z)``: how far the error rate ``errors / rows`` lies above the reference rate, and the
     one-sided two-proportion z of that rise (pooled variance; 0 when neither side has an error).
@@ -333,16 +343,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             self._arrival_keys = keys
             self._canonical_keys = sorted((k.item() if isinstance(k, np.generic) else k for k in keys), key=key_order)
         row = numeric_row(x, self._canonical_keys)
-        limit = self._LARGEST_VALUE
-        # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there;
-        # learners whose solve takes any finite value (limit inf) skip it
-        if limit < math.inf and math.hypot(*row.values()) > limit and (
-            too_large := [k for k, v in row.items() if abs(v) > limit]
-        ):
-            k = too_large[0]
-            raise ValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} "
-                             f"{type(self).__name__}'s solve can take; rescale the features (for example, "
-                             f"standardise them)")
+        if self._LARGEST_VALUE < math.inf:  # learners whose solve takes any finite value (limit inf) skip it
+            refuse_values_beyond(row, self._LARGEST_VALUE, f"{type(self).__name__}'s solve")
         self._before_learn(row, sign)
         self._buffer.append(row, sign, self._canonical_keys)
         self._untested_rows += 1

@@ -12,7 +12,8 @@ from river import base, linear_model
 from ..blas import single_threaded_blas
 from ..coreset import key_order
 from ..validation import check_length, is_plain_real
-from .base import is_integer, numeric_row
+from ..solver import VALUE_RANGE
+from .base import is_integer, numeric_row, refuse_values_beyond
 
 SCORES = ("exact", "bound")
 # at most this multiple of removal_fraction of the recent samples is skipped: exchangeable scores
@@ -257,6 +258,7 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         canonical order, the order they join ``features_`` in); ValueError naming a feature that is
         not a finite number."""
         x = numeric_row(x, x, drop_zeros=False)
+        refuse_values_beyond(x, VALUE_RANGE[1], "ORDIFilter's statistics")  # squares beyond floats: inf for good
         new = sorted((k for k in x if k not in self._index), key=key_order)
         v = np.zeros(len(self.features_) + len(new))
         extra = {k: len(self.features_) + i for i, k in enumerate(new)}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 import math
 from typing import Any, Callable, Iterable
 
@@ -50,7 +51,8 @@ def learner_names() -> list[str]:
 
 
 def parse_value(text: str) -> Any:
-    """``"3"`` -> 3, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"null"``/``"none"`` -> None, else the text.
+    """``"3"`` -> 3, ``"0.1"`` -> 0.1, ``"true"`` -> True, ``"null"``/``"none"`` -> None, else the text
+    (JSON values, and the numbers a command line writes that JSON does not: ``+1``, ``.2``, ``050``).
 
     Raises ValueError for a number that is not finite (``Infinity``, ``NaN``, ``1e400``): parameters
     and labels are stored as JSON in checkpoints, which has no such numbers.
@@ -65,10 +67,17 @@ def parse_value(text: str) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
-        return text
+        number = text.strip()
+        if not _NUMBER.fullmatch(number):
+            return text
+        # what JSON does not write but a command line does: +1 (LIBSVM's labels), .2, 050, 1.
+        value = int(number) if number.lstrip("+-").isdigit() else float(number)
     if not _finite(value):
         raise ValueError(f"{text.strip()!r} is not a finite number")
     return value
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def _finite(value: Any) -> bool:

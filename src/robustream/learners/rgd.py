@@ -119,7 +119,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         no longer put among the observed negatives for want of a symmetric fit to compare (split
         seed 1: 2.9% test error, 9.0% without these rules).
     window_size, coreset_size, rebuild_every
-        Rows kept from the recent stream, rows kept from past solutions, and rebuild period.
+        Rows kept from the recent stream, rows kept from past solutions, and rebuild period (a period
+        longer than the window leaves the rows that arrive before the last ``window_size`` of each
+        period out of every solve).
     rebuild_lag
         0: a rebuild runs inside the ``learn_one`` call that triggers it. ``k > 0`` (at most
         ``rebuild_every``): it runs in a worker process on a snapshot of coreset + window while the
