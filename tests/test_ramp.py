@@ -412,3 +412,18 @@ def test_a_dual_cd_stopped_by_max_epochs_warns():
     for bad in (0, 2.5, True):
         with pytest.raises(ValueError, match="max_epochs must be a positive integer"):
             RampSVC(max_epochs=bad).fit(X, y)
+
+
+def test_cccp_returns_its_iterate_of_lowest_objective_when_an_inexact_step_raised_it():
+    # sub-problems stopped at max_epochs raised J (1039.2 after step 7, 1070.5 after step 8) and the
+    # last iterate (1046.5) was returned; the stream learner calls the solver with these defaults
+    rng = np.random.default_rng(110)
+    w = rng.normal(size=8)
+    X = rng.normal(size=(800, 8))
+    y = np.where(X @ w + 0.5 * rng.normal(size=800) > 0, 1.0, -1.0)
+    y[rng.random(800) < 0.2] *= -1
+    sol = ramp_svm_cccp(X, y, C=10.0, s=0.5, seed=10)
+    assert sol.unconverged and np.any(np.diff(sol.objective_history) > 1.0)  # the case: J rose
+    returned = ramp_objective(X, y, sol.coef, sol.intercept, C=10.0, s=0.5)
+    assert returned == sol.objective_history.min() < sol.objective_history[-1]
+    np.testing.assert_array_equal(sol.outlier_mask, y * (X @ sol.coef + sol.intercept) < 0.5)
