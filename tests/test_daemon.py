@@ -784,6 +784,8 @@ def test_model_files_save_under_long_names_and_through_links_and_refuse_a_payloa
     for load in (RGDSVMClassifier.load, load_model):
         with pytest.raises(persist.CorruptModelError, match="payload or sha256 field missing or not of its type"):
             load(tmp_path / "list.json")
+    with pytest.raises(ValueError, match="^the file name is empty$"):
+        RGDSVMClassifier().save("")  # ".: is a folder, not a file"
     with pytest.raises(StateError, match=r"malformed model state \(IndexError"):
         decode_state({"format": 1, "root": {"t": "npscalar", "dtype": "<f8", "v": ""}})
 

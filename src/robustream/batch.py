@@ -111,8 +111,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
     refit_rounds : int, default=5
         Trim-and-refit rounds after the first polish (stops early when the outliers are stable).
     intercept : {"min_error", "bisector"}, default="min_error"
-        Offset rule: halfway between the two nearest points of the (reduced) hulls, or the
-        threshold with the fewest misclassified inliers.
+        Offset rule: ``"min_error"``, the threshold with the fewest misclassified inliers;
+        ``"bisector"``, halfway between the two nearest points of the (reduced) hulls.
     tol : float, default=1e-3
         Relative epsilon of the polish (JL paper, Definition 5) and of the boosting test.
     max_iter : int, default=100_000

@@ -84,6 +84,8 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
     doc = b'{"format":%s,"payload":%s,"sha256":"%s","version":%d}' % (
         _canonical(format_name), body, hashlib.sha256(body).hexdigest().encode("ascii"), VERSION
     )
+    if not os.fspath(path):  # Path("") is ".", a folder: "is a folder" would be a puzzle
+        raise ValueError("the file name is empty")
     path = Path(path)
     if path.is_symlink():  # the link stays and its target gets the new file (a rename would replace the link)
         path = Path(os.path.realpath(path))
