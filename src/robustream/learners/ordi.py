@@ -45,7 +45,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     ``1.25 * removal_fraction`` of the last ``window_size`` samples are skipped (on streams whose
     scores drift, such as a few repeated rows, every new score can be the lowest).
     A sample whose label the wrapped model has never been taught is never skipped, nor one whose
-    score is not finite. Prediction always delegates to the wrapped model.
+    score is not finite. Prediction always delegates to the wrapped model. The scores of both
+    classes are ranked together: the paper's experiments (Sect. 5.1) remove samples so that the
+    classes stay about balanced, which this filter does not (measured with a 10% positive class
+    and 20% removal: 13.6% of the positives and 19.9% of the negatives skipped with ``"exact"``).
 
     Two scores (``score``):
 
@@ -82,7 +85,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     removal_fraction
         Share of recent samples to skip, in [0, 1).
     ridge
-        The ridge ``ρ > 0`` added to the scatter matrix.
+        The ridge ``ρ > 0`` added to the scatter matrix. With ``"bound"``, a ridge at or above the
+        typical ``‖x - mean‖²`` leaves most scores ``+inf`` (kept), and the filter skips next to
+        nothing (measured, d = 10, unit variance: ρ = 10 left about half the scores infinite, ρ = 100 skipped
+        none of 2,000 samples; ``"exact"`` skipped about 20% at ρ = 1, 10 and 100).
     score
         ``"exact"`` or ``"bound"`` (see above).
     window_size
