@@ -122,7 +122,8 @@ def _run_demo(args) -> int:
                 "--checkpoint-every", "1000", "--learner", args.learner]  # fmt: skip
         for option in TANSU_GROUP_OPTIONS:
             argv += ["--kafka-option", option]
-        for p in demo_params(args.learner, args.param):
+        params = demo_params(args.learner, args.param)
+        for p in params:
             argv += ["--param", p]
         from ..cli import build_parser
 

@@ -12,6 +12,7 @@ loopback port. The daemon itself never depends on it: it speaks plain Kafka.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import signal
@@ -60,6 +61,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def _port_taken(host: str, port: int) -> bool:
+    """Whether another socket listens on ``host:port`` (binding there fails; a port left in TIME_WAIT
+    by a broker that stopped is free to tansu, which binds with SO_REUSEADDR as this test does)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
 def _listening(host: str, port: int) -> bool:
     """Whether a process accepts connections on ``host:port``."""
     try:
@@ -91,7 +104,7 @@ class EmbeddedBroker:
         url = f"tcp://{self.host}:{self.port}"
         cmd = [tansu_binary(), "broker", "--storage-engine", "memory://tansu/", "--listener-url", url,
                "--advertised-listener-url", url]  # fmt: skip
-        if _listening(self.host, self.port):  # else the wait below mistakes that listener for tansu
+        if _port_taken(self.host, self.port):  # else the wait below mistakes that listener for tansu
             raise BrokerUnavailable(f"{self.bootstrap_servers} is in use: another process listens there (another "
                                     "broker?); choose another port")
         self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
