@@ -398,6 +398,8 @@ def test_options_come_from_flags_environment_and_toml_in_that_order(tmp_path):
         (["--dead-letter-topic", "robustream-input"], {},
          "--dead-letter-topic: 'robustream-input' is also --input-topic: the daemon would read its own output back"),
         (["--input-topic", "x", "--predictions-topic", "x"], {}, "--predictions-topic: 'x' is also --input-topic"),
+        (["--kafka-option", "compression_type=zstd2"], {},
+         "--kafka-option compression_type: expected one of gzip, lz4, none, snappy, zstd, got 'zstd2'"),
     ],
 )
 def test_bad_options_name_the_option(argv, env, message):
@@ -1056,3 +1058,18 @@ def test_learner_parameters_and_labels_read_the_numbers_a_command_line_writes(te
     from robustream.learners.registry import parse_value
 
     assert parse_value(text) == value and type(parse_value(text)) is type(value)
+
+
+def test_a_compression_whose_codec_is_missing_is_named_before_connecting(monkeypatch):
+    # kafka-python refuses it only when the producer is built, at connect: with the brokers down the
+    # daemon retried it for ever, as if they were out
+    from kafka import KafkaProducer
+
+    from robustream.daemon.config import kafka_option_value
+
+    monkeypatch.setitem(KafkaProducer._COMPRESSORS, "lz4", (lambda: False, 3))
+    with pytest.raises(ValueError, match=r"compression_type: lz4: its Python library is not installed "
+                                         r"\(pip install kafka-python\[lz4\]\)"):
+        kafka_option_value("compression_type", "lz4")
+    assert kafka_option_value("compression_type", "GZIP") == "gzip"
+    assert kafka_option_value("compression_type", "none") is None

@@ -228,6 +228,13 @@ def kafka_option_value(key: str, text: str) -> Any:
         value = parse_value(text)
         if not isinstance(value, bool):
             problem = f"expected true or false, got {text!r}"
+    elif key == "compression_type":  # kafka-python refuses others (or a codec not installed) only at connect
+        compressors = getattr(KafkaProducer, "_COMPRESSORS", {})
+        value = None if text.lower() == "none" else text.lower()
+        if compressors and value not in compressors:
+            problem = f"expected one of {', '.join(sorted(str(k).lower() for k in compressors))}, got {text!r}"
+        elif value is not None and compressors and not compressors[value][0]():
+            problem = f"{value}: its Python library is not installed (pip install kafka-python[{value}])"
     elif key == "auto_offset_reset":
         value = text.lower()
         if value not in ("earliest", "latest"):  # kafka-python reads anything else as "none": no consuming
