@@ -309,6 +309,8 @@ def split_items(text: str) -> list[str]:
 
     >>> split_items('a=1, b=["x","y"], c={"k": [1, 2]}, d="p,q"')
     ['a=1', ' b=["x","y"]', ' c={"k": [1, 2]}', ' d="p,q"']
+    >>> split_items("name=O'Brien,x=1")
+    ["name=O'Brien", 'x=1']
     """
     items, depth, quote, start = [], 0, "", 0
     for i, ch in enumerate(text):
@@ -324,6 +326,8 @@ def split_items(text: str) -> list[str]:
         elif ch == "," and depth == 0:
             items.append(text[start:i])
             start = i + 1
+    if quote or depth:  # a quote or bracket left open (an apostrophe in a name): plain commas
+        return text.split(",")
     return [*items, text[start:]]
 
 
