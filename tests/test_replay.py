@@ -255,3 +255,13 @@ def test_an_unknown_option_is_named_with_the_subcommand_usage(capsys):
         main(["--bogus", "replay", "heart"])
     err = capsys.readouterr().err
     assert err.startswith("usage: robustream [-h]") and "robustream: error: unrecognized arguments: --bogus" in err
+
+
+def test_the_name_synthetic_wins_over_a_file_of_that_name_as_data_set_names_do(tmp_path, monkeypatch):
+    # a file "synthetic" in the current folder replaced the generator, while "heart" stays the shared set
+    from robustream.replay import _load
+
+    (tmp_path / "synthetic").write_text("1 1:0.5\n-1 1:-0.5\n")
+    monkeypatch.chdir(tmp_path)
+    assert _load("synthetic").X.shape == (4000, 100)
+    assert _load("./synthetic").X.shape == (2, 1)

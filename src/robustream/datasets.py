@@ -1009,8 +1009,9 @@ def load(
     Parameters
     ----------
     name_or_path : str or os.PathLike
-        A name from :data:`DATASETS` (or :data:`ALIASES`), or the path of a
-        svmlight, CSV or dense whitespace file, optionally
+        A name from :data:`DATASETS` (or :data:`ALIASES`; a name wins over a
+        file of that name in the current folder: pass ``./heart`` for the
+        file), or the path of a svmlight, CSV or dense whitespace file, optionally
         ``.xz``/``.gz``/``.bz2`` compressed.  The format of a path is taken
         from its suffix (``.csv``/``.tsv``, ``.dense``) or else sniffed from
         the first data line (``idx:val`` -> svmlight, commas -> CSV, else

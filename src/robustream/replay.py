@@ -137,7 +137,7 @@ def _positive_int(option: str, text: str | None) -> int | None:
 def _load(name: str, label_column: int = 0):
     from . import datasets
 
-    if name == "synthetic" and not Path(name).exists():
+    if name == "synthetic":  # a name wins over a file of that name, as in datasets.load (./synthetic: the file)
         X, y = datasets.make_gaussian_classes((1000, 3000), d=100, seed=0)
         return datasets.Dataset(X, y, "synthetic", (-1.0, 1.0))
     try:
