@@ -23,7 +23,7 @@ from .clients import kafka_client
 from .config import resolve
 from .embedded import TANSU_GROUP_OPTIONS, BrokerUnavailable, EmbeddedBroker
 from .producer import SYNTHETIC, dataset_messages, send_messages
-from .service import Daemon, _binary_parts, configure_logging
+from .service import Daemon, _binary_parts, _sample_filter, configure_logging
 
 DEFAULT_DATASET = "mushrooms"
 TOPICS = {"input": "robustream-input", "predictions": "robustream-predictions",
@@ -199,6 +199,8 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
     recent: deque = deque(maxlen=500)
     start = last_move = time.monotonic()
     m = daemon.metrics
+    rebuilding = bool(_binary_parts(daemon.model))  # a margin and an outlier rate to show
+    filtering = _sample_filter(daemon.model) is not None  # an outlier rate to show
     # closed before the broker stops, also when interrupted (no reconnection errors)
     with kafka_client(lambda: KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)) as consumer:
         consumer.assign(tps)
@@ -228,9 +230,12 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
                             flagged_flipped += noisy[out["id"]] != clean[out["id"]]
                 if n:
                     last_move = time.monotonic()
-                    bar.update(n, acc_clean=f"{sum(recent) / max(1, len(recent)):.3f}",
-                               outlier_rate=f"{m.value('robustream_outlier_rate'):.3f}",
-                               margin=f"{m.value('robustream_margin_width'):.3f}")  # fmt: skip
+                    shown = {"acc_clean": f"{sum(recent) / max(1, len(recent)):.3f}"}
+                    if rebuilding or filtering:
+                        shown["outlier_rate"] = f"{m.value('robustream_outlier_rate'):.3f}"
+                    if rebuilding:
+                        shown["margin"] = f"{m.value('robustream_margin_width'):.3f}"
+                    bar.update(n, **shown)
         finally:
             bar.close()
     n_pred = max(1, len(seen))
@@ -247,6 +252,7 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
 def _print_summary(s: dict, daemon: Daemon, port: int) -> None:
     m = daemon.metrics
     rebuilding = bool(_binary_parts(daemon.model))  # a robustream learner: outliers, rebuilds, margin
+    filtering = _sample_filter(daemon.model) is not None  # ORDI: outliers (the samples it kept back)
     rows = [
         ("messages predicted", f"{s['predictions']}"),
         ("dead letters (malformed input)", f"{s['dead_letters']}"),
@@ -256,12 +262,14 @@ def _print_summary(s: dict, daemon: Daemon, port: int) -> None:
         ("agreement with the noisy labels it learned from", f"{s['accuracy_noisy']:.4f}"),
         ("labels flipped in the stream", f"{s['flipped']}"),
         ("messages flagged as outliers", f"{s['flagged']} ({s['flagged_precision']:.1%} of them truly flipped)"
-         if rebuilding else "n/a (this learner flags none)"),
+         if rebuilding or filtering else "n/a (this learner flags none)"),
         ("rebuilds (model version)", f"{int(m.value('robustream_model_version'))}" if rebuilding
          else f"n/a (model version = samples learned, {int(m.value('robustream_model_version'))})"),
         ("margin width (< 0: the kept classes overlap) / outlier rate of the last rebuild",
          f"{m.value('robustream_margin_width'):.4f} / {m.value('robustream_outlier_rate'):.3f}" if rebuilding
          else "n/a"),
+        *([("outlier rate (share of the recent labelled messages kept back from learning)",
+            f"{m.value('robustream_outlier_rate'):.3f}")] if filtering else []),
         ("wall time", f"{s['seconds']:.1f} s"),
     ]  # fmt: skip
     width = max(len(k) for k, _ in rows)

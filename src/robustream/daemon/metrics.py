@@ -177,7 +177,8 @@ class DaemonMetrics:
         self.margin_width = Gauge("robustream_margin_width", "Margin width after the last rebuild (negative when the "
                                   "kept rows of the two classes overlap: a soft margin)", registry=r)
         self.outlier_rate = Gauge(
-            "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers", registry=r
+            "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers "
+            "(ordi: of the recent labelled messages kept back from its classifier)", registry=r
         )
         self.prequential_accuracy = Gauge(
             "robustream_prequential_accuracy", "Accuracy (0-1) of predictions on the recent labelled messages "

@@ -46,6 +46,7 @@ from kafka.errors import (
 from kafka.structs import OffsetAndMetadata
 from prometheus_client import start_http_server
 
+from ..learners.ordi import ORDIFilter
 from ..learners.registry import learner_flags, make_learner, trial_learner
 from .checkpoint import CheckpointStore, CheckpointUnreadable, FolderInUse
 from .clients import QuietWhileClosing, close_client
@@ -219,6 +220,13 @@ def _binary_parts(model: Any) -> list[Any]:
     return _binary_parts(inner) if inner is not None else []
 
 
+def _sample_filter(model: Any) -> ORDIFilter | None:
+    """The model when it is an :class:`~robustream.learners.ORDIFilter`: it flags the labelled
+    samples it keeps from its classifier (no rebuilds, no margin), and its ``outlier_rate_`` is the
+    share of the recent ones it kept back."""
+    return model if isinstance(model, ORDIFilter) else None
+
+
 def _members_may_change(model: Any) -> bool:
     """Whether learning can add binary learners to ``model`` (a one-vs-rest model adds one per new class)."""
     while model is not None and not hasattr(model, "margin_width_"):
@@ -293,6 +301,7 @@ class Daemon:
                                              max_features=cfg.max_features)  # fmt: skip
             self._parts = _binary_parts(self.model)  # looked up per message only when they may change
             self._parts_may_change = _members_may_change(self.model)
+            self._filter = _sample_filter(self.model)
             self.n_processed = 0
             self.n_learned = getattr(self, "_restored_learned", 0)
             self._publish_model_gauges()
@@ -375,6 +384,8 @@ class Daemon:
             m.margin_width.set(sum(p.margin_width_ for p in parts) / len(parts))
             m.outlier_rate.set(sum(p.outlier_rate_ for p in parts) / len(parts))
             m.coreset_rows.set(sum(len(p._buffer.coreset) for p in parts))
+        elif self._filter is not None:
+            m.outlier_rate.set(self._filter.outlier_rate_)
         m.model_version.set(self._model_version(parts))
 
     # -- one poll batch, one message ------------------------------------------------------------------
@@ -408,6 +419,8 @@ class Daemon:
             tally.accuracy = self._recent_correct / len(self._recent)
             if not (_binary_parts(self.model) if self._parts_may_change else self._parts):
                 self.metrics.model_version.set(self.n_learned)  # no rebuilding learner: samples learned
+            if self._filter is not None:
+                self.metrics.outlier_rate.set(self._filter.outlier_rate_)
         self._tally = self.metrics.publish(tally)
         self._since_checkpoint += n
         self.n_processed += n
@@ -487,7 +500,11 @@ class Daemon:
                 score = float(member.outlier_score_one(x, True))
         outlier = None if score is None else bool(score > OUTLIER_THRESHOLD)
         out = encode_prediction(msg.id, y_pred, p_pred, margin, version, outlier=outlier)
+        kept_back = self._filter.n_skipped_ if self._filter is not None else None
         model.learn_one(x, target)
+        if kept_back is not None:  # the filter decides as it learns: a sample it kept back is its outlier
+            outlier = self._filter.n_skipped_ > kept_back
+            out = encode_prediction(msg.id, y_pred, p_pred, margin, version, outlier=outlier)
         tally = self._tally
         tally.samples_learned += 1
         if outlier:
