@@ -1075,7 +1075,8 @@ def test_a_compression_whose_codec_is_missing_is_named_before_connecting(monkeyp
     assert kafka_option_value("compression_type", "none") is None
 
 
-def test_ordi_flags_the_messages_it_keeps_back_and_its_outlier_rate_is_published(tmp_path):
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_ordi_flags_the_messages_it_keeps_back_and_its_outlier_rate_is_published(n_classes, tmp_path):
     # ORDI decides as it learns which samples to keep from its classifier: those are its outliers. Before,
     # its outputs carried no "outlier" field, robustream_outliers_total stayed 0 and the outlier-rate gauge
     # (what the demo shows) read 0 whatever it skipped
@@ -1084,22 +1085,28 @@ def test_ordi_flags_the_messages_it_keeps_back_and_its_outlier_rate_is_published
     from robustream.daemon.service import Daemon
 
     argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9", "--learner", "ordi",
-            "--param", "removal_fraction=0.2"]  # fmt: skip
+            "--param", "removal_fraction=0.2", "--labels", ",".join(map(str, range(n_classes)))]  # fmt: skip
     daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
     daemon.producer = _Producer()
     rng = np.random.default_rng(3)
     X = rng.normal(size=(1500, 4))
-    clean = X[:, 0] + 0.5 * X[:, 1] > 0
+    clean = (X[:, 0] > 0).astype(int) if n_classes == 2 else np.argmax(X[:, :3], axis=1)
     flipped = rng.random(1500) < 0.15
-    records = _labelled_records(X, clean ^ flipped)
+    noisy = np.where(flipped, (clean + rng.integers(1, n_classes, 1500)) % n_classes, clean)
+    records = _labelled_records(3 * X, noisy)
     for start in range(0, 1500, 300):
         daemon.process_batch({TopicPartition("in", 0): records[start:start + 300]})
     outputs = [out for topic, out in daemon.producer.delivered if topic == daemon.cfg.predictions_topic]
     assert len(outputs) == 1500 and all(isinstance(out.get("outlier"), bool) for out in outputs)
     flagged = np.array([out["outlier"] for out in outputs])
-    assert flagged.sum() == daemon.model.n_skipped_ > 0
+    filters = [daemon.model] if n_classes == 2 else list(daemon.model.classifiers.values())
+    if n_classes == 2:
+        assert flagged.sum() == daemon.model.n_skipped_ > 0
+    else:  # a member also keeps back rows of the other classes (its negatives): those are not flagged
+        assert 0 < flagged.sum() < sum(f.n_skipped_ for f in filters)
     assert daemon.metrics.value("robustream_outliers_total") == flagged.sum()
-    assert daemon.metrics.value("robustream_outlier_rate") == daemon.model.outlier_rate_ > 0
+    rate = daemon.metrics.value("robustream_outlier_rate")
+    assert rate == pytest.approx(sum(f.outlier_rate_ for f in filters) / len(filters)) and rate > 0
     order = np.array([int(out["id"]) for out in outputs])
     # the flags point at the wrong labels: far more of the flagged rows are flipped than of the others
     assert flipped[order][flagged].mean() > 2 * flipped[order][~flagged].mean()

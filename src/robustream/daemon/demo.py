@@ -23,7 +23,7 @@ from .clients import kafka_client
 from .config import resolve
 from .embedded import TANSU_GROUP_OPTIONS, BrokerUnavailable, EmbeddedBroker
 from .producer import SYNTHETIC, dataset_messages, send_messages
-from .service import Daemon, _binary_parts, _sample_filter, configure_logging
+from .service import Daemon, _binary_parts, _sample_filters, configure_logging
 
 DEFAULT_DATASET = "mushrooms"
 TOPICS = {"input": "robustream-input", "predictions": "robustream-predictions",
@@ -200,7 +200,7 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
     start = last_move = time.monotonic()
     m = daemon.metrics
     rebuilding = bool(_binary_parts(daemon.model))  # a margin and an outlier rate to show
-    filtering = _sample_filter(daemon.model) is not None  # an outlier rate to show
+    filtering = _sample_filters(daemon.model) is not None  # an outlier rate to show
     # closed before the broker stops, also when interrupted (no reconnection errors)
     with kafka_client(lambda: KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)) as consumer:
         consumer.assign(tps)
@@ -252,7 +252,7 @@ def _follow(bootstrap: str, daemon: Daemon, clean: dict, messages: list, total: 
 def _print_summary(s: dict, daemon: Daemon, port: int) -> None:
     m = daemon.metrics
     rebuilding = bool(_binary_parts(daemon.model))  # a robustream learner: outliers, rebuilds, margin
-    filtering = _sample_filter(daemon.model) is not None  # ORDI: outliers (the samples it kept back)
+    filtering = _sample_filters(daemon.model) is not None  # ORDI: outliers (the samples it kept back)
     rows = [
         ("messages predicted", f"{s['predictions']}"),
         ("dead letters (malformed input)", f"{s['dead_letters']}"),

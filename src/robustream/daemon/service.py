@@ -220,11 +220,22 @@ def _binary_parts(model: Any) -> list[Any]:
     return _binary_parts(inner) if inner is not None else []
 
 
-def _sample_filter(model: Any) -> ORDIFilter | None:
-    """The model when it is an :class:`~robustream.learners.ORDIFilter`: it flags the labelled
-    samples it keeps from its classifier (no rebuilds, no margin), and its ``outlier_rate_`` is the
-    share of the recent ones it kept back."""
-    return model if isinstance(model, ORDIFilter) else None
+def _sample_filters(model: Any) -> list[ORDIFilter] | None:
+    """The :class:`~robustream.learners.ORDIFilter` s of ``model`` (itself, or a one-vs-rest model's
+    members, one per class learned so far), None when it is none. A filter flags the labelled samples
+    it keeps back from its classifier (no rebuilds, no margin); its ``outlier_rate_`` is their share of
+    the recent ones."""
+    if isinstance(model, ORDIFilter):
+        return [model]
+    members = getattr(model, "classifiers", None)
+    if isinstance(getattr(model, "classifier", None), ORDIFilter) and isinstance(members, dict):
+        return list(members.values())
+    return None
+
+
+def _filter_of(model: Any, label: Any) -> ORDIFilter | None:
+    """The filter that decides on a sample of ``label`` (a one-vs-rest model: that class's member)."""
+    return model if isinstance(model, ORDIFilter) else model.classifiers.get(label)
 
 
 def _members_may_change(model: Any) -> bool:
@@ -301,7 +312,7 @@ class Daemon:
                                              max_features=cfg.max_features)  # fmt: skip
             self._parts = _binary_parts(self.model)  # looked up per message only when they may change
             self._parts_may_change = _members_may_change(self.model)
-            self._filter = _sample_filter(self.model)
+            self._filtering = _sample_filters(self.model) is not None
             self.n_processed = 0
             self.n_learned = getattr(self, "_restored_learned", 0)
             self._publish_model_gauges()
@@ -384,9 +395,14 @@ class Daemon:
             m.margin_width.set(sum(p.margin_width_ for p in parts) / len(parts))
             m.outlier_rate.set(sum(p.outlier_rate_ for p in parts) / len(parts))
             m.coreset_rows.set(sum(len(p._buffer.coreset) for p in parts))
-        elif self._filter is not None:
-            m.outlier_rate.set(self._filter.outlier_rate_)
+        elif self._filtering:
+            self._publish_filter_rate()
         m.model_version.set(self._model_version(parts))
+
+    def _publish_filter_rate(self) -> None:
+        filters = _sample_filters(self.model)
+        if filters:
+            self.metrics.outlier_rate.set(sum(f.outlier_rate_ for f in filters) / len(filters))
 
     # -- one poll batch, one message ------------------------------------------------------------------
     def process_batch(self, batch: dict[TopicPartition, list]) -> int:
@@ -419,8 +435,8 @@ class Daemon:
             tally.accuracy = self._recent_correct / len(self._recent)
             if not (_binary_parts(self.model) if self._parts_may_change else self._parts):
                 self.metrics.model_version.set(self.n_learned)  # no rebuilding learner: samples learned
-            if self._filter is not None:
-                self.metrics.outlier_rate.set(self._filter.outlier_rate_)
+            if self._filtering:
+                self._publish_filter_rate()
         self._tally = self.metrics.publish(tally)
         self._since_checkpoint += n
         self.n_processed += n
@@ -500,10 +516,12 @@ class Daemon:
                 score = float(member.outlier_score_one(x, True))
         outlier = None if score is None else bool(score > OUTLIER_THRESHOLD)
         out = encode_prediction(msg.id, y_pred, p_pred, margin, version, outlier=outlier)
-        kept_back = self._filter.n_skipped_ if self._filter is not None else None
+        judge = _filter_of(model, target) if self._filtering else None
+        kept_back = judge.n_skipped_ if judge is not None else 0
         model.learn_one(x, target)
-        if kept_back is not None:  # the filter decides as it learns: a sample it kept back is its outlier
-            outlier = self._filter.n_skipped_ > kept_back
+        if self._filtering:  # the filter decides as it learns: a sample it kept back is its outlier
+            judge = _filter_of(model, target)  # one-vs-rest: a class's member is made with its first sample
+            outlier = judge is not None and judge.n_skipped_ > kept_back
             out = encode_prediction(msg.id, y_pred, p_pred, margin, version, outlier=outlier)
         tally = self._tally
         tally.samples_learned += 1
