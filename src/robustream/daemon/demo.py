@@ -268,7 +268,7 @@ def _print_summary(s: dict, daemon: Daemon, port: int) -> None:
         ("margin width (< 0: the kept classes overlap) / outlier rate of the last rebuild",
          f"{m.value('robustream_margin_width'):.4f} / {m.value('robustream_outlier_rate'):.3f}" if rebuilding
          else "n/a"),
-        *([("outlier rate (share of the recent labelled messages kept back from learning)",
+        *([("outlier rate (share of the recent labelled messages the filter kept back)",
             f"{m.value('robustream_outlier_rate'):.3f}")] if filtering else []),
         ("wall time", f"{s['seconds']:.1f} s"),
     ]  # fmt: skip

@@ -147,7 +147,8 @@ class DaemonMetrics:
             self.messages.labels(outcome=outcome)
         self.samples_learned = Counter("robustream_samples_learned", "Labelled samples passed to learn_one", registry=r)
         self.outliers = Counter(
-            "robustream_outliers", "Labelled samples on the wrong side of the current model's margin", registry=r
+            "robustream_outliers", "Labelled samples on the wrong side of the current model's margin "
+            "(ordi: the labelled samples the filter kept back from its classifier)", registry=r
         )
         self.rebuild_failures = Counter(
             "robustream_rebuild_failures", "Rebuilds that kept the previous model (degenerate data)", registry=r
@@ -178,7 +179,8 @@ class DaemonMetrics:
                                   "kept rows of the two classes overlap: a soft margin)", registry=r)
         self.outlier_rate = Gauge(
             "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers "
-            "(ordi: of the recent labelled messages kept back from its classifier)", registry=r
+            "(ordi: of the recent labelled messages kept back from its classifier; more than two labels: "
+            "the mean over the per-label filters)", registry=r
         )
         self.prequential_accuracy = Gauge(
             "robustream_prequential_accuracy", "Accuracy (0-1) of predictions on the recent labelled messages "

@@ -489,7 +489,9 @@ class Daemon:
         """The encoded prediction record and the outcome (ok: labelled and learned; predict_only).
 
         The output is encoded before learning, so a message that fails either way is neither
-        learned nor counted (it goes to the dead-letter topic).
+        learned nor counted (it goes to the dead-letter topic). With ORDI it is encoded again
+        after learning, with only ``outlier`` changed (the filter decides as it learns); that
+        second encoding takes the values the first accepted, so it cannot fail.
         """
         model = self.model
         labels = self.labels
