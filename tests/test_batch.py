@@ -490,3 +490,19 @@ def test_a_fit_on_classes_that_give_no_direction_warns_and_says_why():
     three = np.r_[points, points, points]  # the rest of each class is the class twice: same centroid
     with pytest.warns(ConvergenceWarning, match="RGDSVC: 3 of 3 one-vs-rest problems gave no direction"):
         RGDSVC(outlier_fraction=0.0, random_state=0).fit(three, np.repeat([0, 1, 2], 6))
+
+
+def test_tree_sizes_beyond_memory_are_refused_naming_the_parameters():
+    # delta=1e-3 asked for 4 million children per node: the fit was killed for lack of memory;
+    # delta=1e-200 raised a bare OverflowError
+    from robustream.kernels.rgd_tree import samples_per_node
+
+    X, y = make_gaussian_classes(100, d=5, seed=0)
+    for params, named in (({"delta": 1e-3}, r"4,119,100 children per node, from delta=0.001 and mu=0.1"),
+                          ({"delta": 1e-200}, r"from delta=1e-200"), ({"level_width": 10**6}, r"level_width=1000000,")):  # fmt: skip
+        with pytest.raises(ValueError, match=named):
+            RGDSVC(**params).fit(X, y)
+    with pytest.raises(ValueError, match=r"\(100,000,000 children per node; level_width=10, on 200 rows of 5 values\)"):
+        solve(X, np.where(y > 0, 1.0, -1.0), n_samples=10**8)
+    assert samples_per_node(0.5, 0.1, 6) == 37 and samples_per_node(1e-200, 0.1, 6) == 2**62
+    assert RGDSVC(delta=0.05).fit(X, y).score(X, y) > 0.9  # 1,813 children per node: allowed

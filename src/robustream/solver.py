@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from .blas import single_threaded_blas
 from .kernels.gilbert import mdm_gram
-from .kernels.rgd_tree import rgd_tree, samples_per_node
+from .kernels.rgd_tree import rgd_tree, samples_per_node, tree_level_bytes
 from .kernels.selection import trimmed_widths
 from .rows import as_rows
 from .sketch import FULL_GRAM_ROWS, JLSketch
@@ -43,6 +43,7 @@ INTERCEPT_RULES = ("bisector", "min_error")
 VALUE_RANGE = (1e-140, 1e140)  # largest |x| a solve accepts: squares and sums of squares stay normal floats
 CERTIFY_MIN_STEPS, CERTIFY_STEPS_PER_ROW = 20_000, 20  # certify_budget
 DENSE_TREE_BYTES = 2 << 30  # largest dense copy of sparse rows the tree makes without a sketch
+TREE_LEVEL_BYTES = 2 << 30  # largest level of children (and their projections) a tree may hold
 GROSS_ROW_DISTANCE = 25.0  # a row this many median distances from its class mean is left out of the tree's root
 # w.w at most this times the largest squared norm of the rows w combines is rounding residue: no direction
 NEGLIGIBLE_W2 = 1e-20
@@ -852,6 +853,7 @@ def solve(
         root = spread[int(np.argmax(np.einsum("ij,ij->i", spread, spread)))]
     if not np.any(root):  # every row is the same point: any direction is as good as another
         root = np.eye(1, Z.shape[1]).ravel()
+    n_given = n_samples is not None
     if n_samples is None:
         n_samples = samples_per_node(delta, mu, tree_height)
     # The tree ranks directions by trimmed width; a stratified random subset of rows ranks them
@@ -868,6 +870,15 @@ def solve(
             min(int(math.floor(g_pos * ZP.shape[0] + 1e-9)), ZP.shape[0] - 1),
             min(int(math.floor(g_neg * ZQ.shape[0] + 1e-9)), ZQ.shape[0] - 1),
         )
+    if tree_height > 0:
+        level_bytes = tree_level_bytes(n_samples, level_width, tree_height, ZP.shape[1], ZP.shape[0] + ZQ.shape[0])
+        if level_bytes > TREE_LEVEL_BYTES:
+            given = "" if n_given else f", from delta={delta!r} and mu={mu!r}: (1 + 1/delta)^2 ln(tree_height/mu + 1)"
+            raise ValueError(
+                f"the RGD-tree would take {level_bytes / 2**30:.3g} GiB per level ({n_samples:,} children per node"
+                f"{given}; level_width={level_width}, on {ZP.shape[0] + ZQ.shape[0]} rows of {ZP.shape[1]} values); "
+                f"at most {TREE_LEVEL_BYTES / 2**30:g} GiB: raise delta or mu, or lower level_width or tree_rows"
+            )
     # one Gram matrix per space, shared by every polish and refit (O(n^2 d) once, not per round)
     grams: dict[str, np.ndarray] = {}
     if gram is not None:

@@ -148,7 +148,27 @@ def samples_per_node(delta: float, mu: float, tree_height: int) -> int:
     size ``(1 + 1/delta) ln(h/mu)`` of the paper is squared in the first factor (``+ 1`` keeps the
     logarithm positive when ``h <= mu``, e.g. ``h = 0``).
     """
-    return max(1, math.ceil((1.0 + 1.0 / delta) ** 2 * math.log(max(tree_height, 1) / mu + 1.0)))
+    # in logarithms: a tiny delta (1e-200) overflowed the square; beyond 2^62 no tree could hold the children
+    spread = math.log(max(tree_height, 1) / mu + 1.0)
+    if 2.0 * math.log1p(1.0 / delta) + math.log(spread) >= 62 * math.log(2.0):
+        return 2**62
+    return max(1, math.ceil((1.0 + 1.0 / delta) ** 2 * spread))
+
+
+def tree_level_bytes(n_samples: int, level_width: int, tree_height: int, dim: int, n_rows: int) -> int:
+    """Bytes of the widest level of a tree: its children (``dim`` values each) and their projections on the
+    ``n_rows`` rows the tree ranks them on. A level has at most ``level_width`` nodes and, near the
+    root, at most ``n_samples^depth``.
+
+    >>> tree_level_bytes(37, 10, 6, 20, 2000) / 2**20  # the defaults on 2,000 rows of 20 features: MiB
+    5.7...
+    """
+    nodes = 1
+    for _ in range(max(tree_height - 1, 0)):  # the parents of the deepest level
+        nodes = min(level_width, nodes * n_samples)
+        if nodes == level_width:
+            break
+    return 8 * nodes * n_samples * (dim + n_rows)
 
 
 def evaluate_directions(
