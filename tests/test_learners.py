@@ -1058,13 +1058,31 @@ def test_a_pickle_from_before_the_drift_test_gets_it_as_a_new_model_would(cls):
     assert old.n_rebuilds_ == model.n_rebuilds_ + 4
 
 
-@pytest.mark.parametrize("make", [lambda: RampSVMClassifier(C=np.float32(0.1)), lambda: RampSVMClassifier(C=np.inf),
-                                  lambda: RampSVMClassifier(s=-np.inf), lambda: RGDSVMClassifier(nu=np.float32(0.3)),
-                                  lambda: CoresetSVMClassifier(nu=np.float32(0.3))])  # fmt: skip
-def test_solver_settings_that_could_not_be_saved_or_solved_are_rejected(make):
-    # they passed the checks, learnt, then save() raised (NumPy scalars are not JSON) or every rebuild failed
-    with pytest.raises(ValueError, match="must be a finite Python int or float"):
+@pytest.mark.parametrize("make", [lambda: RampSVMClassifier(C=np.inf), lambda: RampSVMClassifier(s=-np.inf)])
+def test_solver_settings_that_could_not_be_solved_are_rejected(make):
+    # they passed the checks, learnt, then every rebuild failed (C=inf)
+    with pytest.raises(ValueError, match="must be a finite number"):
         make()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RGDSVMClassifier(window_size=np.int64(120), rebuild_every=np.int32(40), coreset_size=np.int64(30),
+                             nu=np.float32(0.3), outlier_fraction=np.float32(0.1), tree_height=np.int64(2)),
+    lambda: CoresetSVMClassifier(window_size=np.int64(120), rebuild_every=np.uint16(40), nu=np.float32(0.3)),
+    lambda: RampSVMClassifier(window_size=np.int64(120), rebuild_every=np.int64(40), C=np.float32(0.1)),
+])  # fmt: skip
+def test_numpy_numbers_are_taken_as_parameters_and_saved_as_json_numbers(make, tmp_path):
+    # NumPy's integers were refused ("must be a positive integer, got np.int64(120)") where RGDSVC takes them
+    model = make()
+    stream = list(_noisy_stream(200, seed=3))
+    _learn(model, stream, wait=True)
+    assert model.n_rebuilds_ >= 2
+    model.save(tmp_path / "m.json")
+    loaded = type(model).load(tmp_path / "m.json")
+    params = loaded._get_params()
+    assert all(type(v) in (int, float, str, bool, type(None)) for v in params.values()), params
+    assert params == {k: v.item() if isinstance(v, np.generic) else v for k, v in model._get_params().items()}
+    assert [loaded.predict_proba_one(x) for x, *_ in stream[:20]] == [model.predict_proba_one(x) for x, *_ in stream[:20]]
 
 
 def test_learn_many_skips_the_missing_cells_of_pandas_nullable_columns():

@@ -232,7 +232,7 @@ def test_a_sample_the_wrapped_model_refuses_leaves_no_trace(memory):
     for x, y in zip(rows[:200], labels[:200]):
         model.learn_one(x, y)
     twin = copy.deepcopy(model)
-    with pytest.raises(ValueError, match="label 2: RGDSVMClassifier is a binary learner"):
+    with pytest.raises(ValueError, match=r"label 2: ORDIFilter\(RGDSVMClassifier\) is a binary learner"):
         model.learn_one({**rows[200], "new": 1.0}, 2)
     assert model.n_seen_ == twin.n_seen_ and model.class_counts_ == twin.class_counts_
     assert model.features_ == twin.features_ and model._taught == twin._taught
@@ -502,3 +502,32 @@ def test_a_value_whose_square_overflows_is_refused_and_leaves_no_trace(score):
         twin.learn_one(x, y)
     assert np.array_equal(model.mean_, twin.mean_) and model.n_skipped_ == twin.n_skipped_ > 0
     assert model.classifier_.weights == twin.classifier_.weights
+
+
+@pytest.mark.parametrize("label", [2, -1, "yes", 0.5])
+def test_a_label_a_binary_wrapped_model_cannot_read_is_refused_and_leaves_no_trace(label):
+    # 2 and -1 were taken: the statistics got a third and fourth class while LogisticRegression read
+    # both as positives; "yes" failed inside River's loss with a TypeError naming no label
+    f = ORDIFilter(linear_model.LogisticRegression())
+    f.learn_one({"a": 1.0}, True)
+    with pytest.raises(ValueError, match=rf"label {label!r}: ORDIFilter\(LogisticRegression\) is a binary learner"):
+        f.learn_one({"a": -1.0}, label)
+    assert f.class_counts_ == {True: 1} and f.n_seen_ == 1
+    f.learn_one({"a": -1.0}, 0)  # River's other spelling of False
+    assert f.class_counts_ == {True: 1, False: 1}
+    multi = ORDIFilter(naive_bayes.GaussianNB())  # a multi-class model takes any label
+    for y in ("yes", 2, -1):
+        multi.learn_one({"a": 1.0}, y)
+    assert multi.class_counts_ == {"yes": 1, 2: 1, -1: 1}
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, "1.5", None])
+def test_prediction_on_a_feature_that_is_not_a_finite_number_names_it(value):
+    # NaN gave {False: nan, True: nan} without a word; learn_one already refused it
+    f = ORDIFilter(linear_model.LogisticRegression())
+    for i in range(10):
+        f.learn_one({"a": float(i % 2), "b": 1.0}, bool(i % 2))
+    for predict in (f.predict_one, f.predict_proba_one):
+        with pytest.raises(ValueError, match="feature 'a'"):
+            predict({"a": value, "b": 1.0})
+    assert f.predict_proba_one({"a": 1.0, "b": 1.0})[True] > 0.5

@@ -64,9 +64,9 @@ class RowBuffer:
     """Window (FIFO, ``window_size`` rows) plus coreset (at most ``coreset_size`` rows)."""
 
     def __init__(self, window_size: int, coreset_size: int):
-        self.window: deque[tuple[Row, float]] = deque(maxlen=window_size)
+        self.window: deque[tuple[Row, float]] = deque(maxlen=int(window_size))  # deque refuses NumPy's ints
         self.coreset: list[tuple[Row, float]] = []
-        self.coreset_size = coreset_size
+        self.coreset_size = int(coreset_size)
         # column cache of matrix(): id(row) -> (row, column indices, values) over self._features
         self._columns: dict[int, tuple] = {}
         self._features: list[Hashable] = []

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 FORMAT = "robustream-model"
 VERSION = 1
 
@@ -39,8 +41,16 @@ class UnsupportedVersionError(CorruptModelError):
 _TEMP_STEM = 100
 
 
+def _plain_number(value: Any) -> Any:
+    """A NumPy number as the Python number it equals (a parameter given as ``np.int64(100)``)."""
+    if isinstance(value, np.generic) and isinstance(value.item(), (bool, int, float)):
+        return value.item()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _canonical(payload: Any) -> bytes:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False,
+                      default=_plain_number).encode("utf-8")  # fmt: skip
 
 
 def _non_finite_at(value: Any, where: str = "payload") -> str | None:

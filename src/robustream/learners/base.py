@@ -24,8 +24,7 @@ from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
 from ..solver import NEGLIGIBLE_W2, negligible_direction, row_offset
-from ..validation import is_plain_int as is_integer  # the parameters are saved as JSON: Python ints
-from ..validation import check_length, finite_floats, is_plain_real
+from ..validation import check_length, finite_floats, is_integer, is_real
 from .rebuild_worker import WorkerUnavailable, solve_worker
 
 
@@ -264,15 +263,12 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             raise ValueError(f"coreset_size must be a non-negative integer, got {self.coreset_size!r}")
         check_length("coreset_size", self.coreset_size)
         threshold = self.drift_threshold
-        if not (threshold is None or (is_plain_real(threshold) and 0.0 < threshold < math.inf)):
+        if not (threshold is None or (is_real(threshold) and 0.0 < threshold < math.inf)):
             raise ValueError(f"drift_threshold must be a positive number or None, got {threshold!r}")
         for name in _init_parameters(type(self)):  # every number a learner's constructor took, whatever its role
             v = getattr(self, name)
-            if isinstance(v, (numbers.Real, np.generic)) and not isinstance(v, bool) and not (
-                is_plain_real(v) and math.isfinite(v)
-            ):
-                raise ValueError(f"{name} must be a finite Python int or float (learners save their parameters "
-                                 f"as JSON), got {v!r}")
+            if is_real(v) and not is_integer(v) and not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
         self.weights: dict[Hashable, float] = {}
         self.intercept_ = 0.0
         self.margin_width_ = 0.0

@@ -20,6 +20,22 @@ class CoresetSVMClassifier(RebuildingLinearClassifier):
     ``drift_threshold`` (None: off) drops the coreset and the window's older rows when the model's
     error jumps (a concept drift; ``n_drifts_`` counts them), as in :class:`~robustream.RGDSVMClassifier`.
 
+    Parameters
+    ----------
+    window_size, coreset_size, rebuild_every, rebuild_lag
+        The buffer and the rebuild schedule, as in :class:`~robustream.RGDSVMClassifier`: rows kept
+        from the recent stream, rows kept from past solutions, the rebuild period, and how many rows
+        later a rebuild solved in the worker process is applied (0: solved in the ``learn_one`` that
+        triggers it).
+    polish, nu
+        ``"hard"``: the hulls' nearest points (fails to separate when they intersect); ``"soft"``: the
+        reduced hulls with ``nu`` in (0, 1]; ``"auto"`` (default): hard, then soft with ``nu`` raised
+        until the reduced hulls part (see :func:`robustream.solver.solve`).
+    seed
+        Seed of the solver; same seed and stream give the same model, bit for bit.
+    drift_threshold
+        The concept-drift test's z threshold (None: off), as in :class:`~robustream.RGDSVMClassifier`.
+
     Examples
     --------
     >>> from river import datasets, evaluate, metrics, preprocessing

@@ -11,9 +11,9 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
-from ..validation import check_length, is_plain_real
+from ..validation import check_length, is_real
 from ..solver import VALUE_RANGE
-from .base import is_integer, numeric_row, refuse_values_beyond
+from .base import is_integer, label_sign, numeric_row, refuse_values_beyond
 
 SCORES = ("exact", "bound")
 # at most this multiple of removal_fraction of the recent samples is skipped: exchangeable scores
@@ -155,8 +155,8 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         self.ridge_inverse_ = np.zeros((0, 0))  # (scatter_ + ridge I)^-1; "exact" only
         self.class_counts_: dict[Any, int] = {}
         self.class_sums_: dict[Any, np.ndarray] = {}
-        self._scores: deque[float] = deque(maxlen=window_size)
-        self._skipped: deque[bool] = deque(maxlen=window_size)
+        self._scores: deque[float] = deque(maxlen=int(window_size))  # deque refuses NumPy's ints
+        self._skipped: deque[bool] = deque(maxlen=int(window_size))
         self._taught: set = set()
         self._kept: deque[tuple[np.ndarray, Any]] = deque()  # the last `memory` (vector, label); memory set only
 
@@ -164,10 +164,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         if self.classifier is not None and not isinstance(self.classifier, base.Classifier):
             raise ValueError(f"classifier must be a River classifier or None, got {self.classifier!r}")
         rf = self.removal_fraction
-        if not (is_plain_real(rf) and 0.0 <= rf < 1.0):
+        if not (is_real(rf) and 0.0 <= rf < 1.0):
             raise ValueError(f"removal_fraction must be a number in [0, 1), got {rf!r}")
         r = self.ridge
-        if not (is_plain_real(r) and math.isfinite(r) and r > 0):
+        if not (is_real(r) and math.isfinite(r) and r > 0):
             raise ValueError(f"ridge must be a positive finite number, got {r!r}")
         if self.score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
@@ -200,9 +200,11 @@ class ORDIFilter(base.Wrapper, base.Classifier):
 
     # -- inference ------------------------------------------------------------------------------
     def predict_one(self, x: dict, **kwargs) -> Any:
+        numeric_row(x, x)  # as learn_one: a NaN made River's linear models answer NaN probabilities, silently
         return self.classifier_.predict_one(x, **kwargs)
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict[Any, float]:
+        numeric_row(x, x)
         return self.classifier_.predict_proba_one(x, **kwargs)
 
     def outlier_score_one(self, x: dict, y: Any) -> float:
@@ -220,6 +222,10 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     def learn_one(self, x: dict, y: Any, **kwargs) -> None:
         # Nothing changes until the wrapped model has taken the sample (or it is skipped): a sample
         # the wrapped model refuses (a label a binary learner cannot read) leaves no trace here.
+        if not getattr(self.classifier_, "_multiclass", True):
+            # a binary River model reads bool(y): labels 2 or -1 would be its positives and a third or
+            # fourth class of the statistics here; "yes" failed deep inside the model's loss
+            label_sign(y, f"ORDIFilter({type(self.classifier_).__name__})")
         stats, n, install = self._with_sample(x, y)
         score = self._ordi(*stats, y)
         n_seen = self.n_seen_ + 1

@@ -21,6 +21,25 @@ class RampSVMClassifier(RebuildingLinearClassifier):
     ``drift_threshold`` (None: off) drops the coreset and the window's older rows when the model's
     error jumps (a concept drift; ``n_drifts_`` counts them), as in :class:`~robustream.RGDSVMClassifier`.
 
+    Parameters
+    ----------
+    C
+        Weight of the ramp losses against ``|w|^2 / 2``, > 0. The default 0.1 differs from
+        :class:`robustream.RampSVC`'s 1.0 (scikit-learn's convention for a batch fit); it has not
+        been tuned on the shared data sets: pass ``C=1.0`` for the batch estimator's objective.
+    s
+        The ramp's break point, < 1: a row with ``y f(x) < s`` exerts no pull (an outlier); the
+        default -1 is the outlier-path paper's.
+    window_size, coreset_size, rebuild_every, rebuild_lag
+        The buffer and the rebuild schedule, as in :class:`~robustream.RGDSVMClassifier`: rows kept
+        from the recent stream, rows kept from past solutions, the rebuild period, and how many rows
+        later a rebuild solved in the worker process is applied (0: solved in the ``learn_one`` that
+        triggers it).
+    seed
+        Seed of the dual solver's coordinate orders; same seed and stream give the same model.
+    drift_threshold
+        The concept-drift test's z threshold (None: off), as in :class:`~robustream.RGDSVMClassifier`.
+
     Examples
     --------
     >>> from river import datasets, evaluate, metrics, preprocessing

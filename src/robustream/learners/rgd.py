@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..blas import single_threaded_blas
 from ..sketch import SKETCH_KINDS, make_sketch
-from ..validation import is_plain_real
+from ..validation import is_real
 from ..solver import (
     AUTO_DISCARD_Z,
     AUTO_FRACTIONS,
@@ -494,7 +494,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
 
     def _check_params(self) -> None:
         of = self.outlier_fraction
-        if not (of == "auto" or (is_plain_real(of) and 0.0 <= of < 0.5)):
+        if not (of == "auto" or (is_real(of) and 0.0 <= of < 0.5)):
             raise ValueError(f"outlier_fraction must be in [0, 0.5) or 'auto', got {of!r}")
         check_polish(self.polish, self.nu)
         if self.noise_model not in ("binary", "one_vs_rest"):
