@@ -967,3 +967,12 @@ def test_a_missing_marker_or_a_mistyped_number_on_the_first_line_is_data(tmp_pat
     # such a field on line 1 made it a header: the row was dropped without a word (on line 2 it is an error)
     with pytest.raises(ValueError, match=rf"f\.csv, line 1, column 1: value '{re.escape(field)}' is not a number"):
         read_csv(_write(tmp_path / "f.csv", f"1,{field},3\n-1,0.5,1\n1,0.7,2\n"))
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "a", True])
+def test_noisy_split_names_a_bad_seed(seed):
+    # NumPy said "expected non-negative integer" or "SeedSequence expects int ...", naming no argument
+    X, y = np.zeros((20, 2)), np.r_[np.ones(10), -np.ones(10)]
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*63\) or None; got "):
+        noisy_split(X, y, seed=seed)
+    assert noisy_split(X, y, seed=np.int64(3)).y_test.size == noisy_split(X, y, seed=None).y_test.size == 6

@@ -427,3 +427,30 @@ def test_cccp_returns_its_iterate_of_lowest_objective_when_an_inexact_step_raise
     returned = ramp_objective(X, y, sol.coef, sol.intercept, C=10.0, s=0.5)
     assert returned == sol.objective_history.min() < sol.objective_history[-1]
     np.testing.assert_array_equal(sol.outlier_mask, y * (X @ sol.coef + sol.intercept) < 0.5)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"C": "1"}, "C must be a positive finite number; got '1'"),  # was a ufunc TypeError
+    ({"C": 1.0, "s": "0"}, "s must be < 1"),
+    ({"C": 1.0, "shrinking": "no"}, "shrinking must be True or False; got 'no'"),  # bool("no") is True
+    ({"C": 1.0, "init": None}, "init must be 'hinge' or a \\(coef, intercept\\) pair"),  # was an unpacking TypeError
+    ({"C": 1.0, "max_epochs": 10**30}, "max_epochs must be a positive integer at most 2\\*\\*62"),  # overflowed in numba
+    ({"C": 1.0, "max_cccp_iter": 2.5}, "max_cccp_iter must be a non-negative integer"),  # int() took it
+])  # fmt: skip
+def test_ramp_svm_cccp_names_a_bad_setting(params, message):
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    with pytest.raises(ValueError, match=message):
+        ramp_svm_cccp(X, np.where(X[:, 0] > 0, 1.0, -1.0), **params)
+
+
+def test_rampsvc_names_mixed_labels_a_short_sample_weight_and_a_cap_beyond_int64():
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.where(X[:, 0] > 0, 1, 0)
+    with pytest.raises(ValueError, match="y mixes labels of types int, str"):  # np.unique's TypeError
+        RampSVC().fit(X, np.array([1, "a"] * 20, dtype=object))
+    with pytest.raises(ValueError, match="max_epochs must be a positive integer at most"):
+        RampSVC(max_epochs=10**30).fit(X, y)
+    model = RampSVC().fit(X, y)
+    with pytest.raises(ValueError, match=r"sample_weight must have shape \(40,\); got \(2,\)"):  # NumPy's error
+        model.score(X, y, sample_weight=[1, 2])
+    assert model.score(X, y, sample_weight=np.ones(40)) == model.score(X, y)

@@ -1,5 +1,8 @@
 """JLSketch: linearity (what the map-back relies on), norm preservation, stable hashing, state."""
 
+import math
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -145,3 +148,25 @@ def test_a_refused_srht_fit_leaves_the_sketch_unfitted():
     assert sk.n_features_ is None and sk.get_state()["n_features"] is None
     X = np.random.default_rng(0).normal(size=(3, 100))  # padded to 128: a valid input
     np.testing.assert_array_equal(sk.transform(X), JLSketch(32, "srht", seed=0).transform(X))
+
+
+@pytest.mark.parametrize("kind", ["hashed", "srht", "gaussian", "achlioptas"])
+@pytest.mark.parametrize("n_features", [-3, 2.7, "5", True, None])
+def test_fit_refuses_a_feature_count_that_is_not_a_count(kind, n_features):
+    # int() took them: fit(-3) passed for srht and hashed, fit(2.7) drew 2 columns, fit("5") five
+    sketch = JLSketch(4, kind=kind)
+    with pytest.raises(ValueError, match=f"n_features must be a non-negative integer, got {re.escape(repr(n_features))}"):
+        sketch.fit(n_features)
+    assert sketch.n_features_ is None
+
+
+@pytest.mark.parametrize("kind", ["hashed", "gaussian"])
+@pytest.mark.parametrize("value, problem", [(None, "None is not a number"), ("x", "'x' is not a number"),
+                                            (math.nan, "is not a finite number: nan"), (-math.inf, "not a finite")])  # fmt: skip
+def test_transform_one_names_a_value_that_is_not_a_finite_number(kind, value, problem):
+    # hashed: None was read as 0 and NaN passed into the sketch; gaussian: NaN passed through
+    sketch = JLSketch(8, kind=kind).fit(3)
+    key = 1 if kind != "hashed" else "b"
+    with pytest.raises(ValueError, match=f"feature {key!r}.*{re.escape(problem)}"):
+        sketch.transform_one({0 if kind != "hashed" else "a": 1.0, key: value})
+    np.testing.assert_array_equal(sketch.transform_one({key: np.float32(2.0)}), 2.0 * sketch.transform_one({key: 1.0}))

@@ -11,14 +11,27 @@ from .sketch import JLSketch
 
 
 def save_model(model, path) -> None:
-    """Write any River model, pipelines included, as checksummed JSON (see :func:`robustream.daemon.state.save_model`)."""
+    """Write any River model, pipelines included, as checksummed JSON (see :func:`robustream.daemon.state.save_model`).
+
+    >>> import tempfile, pathlib
+    >>> from river import preprocessing
+    >>> from robustream import RGDSVMClassifier, load_model, save_model
+    >>> model = preprocessing.StandardScaler() | RGDSVMClassifier(rebuild_every=20)
+    >>> for i in range(40):
+    ...     model.learn_one({"a": float(i % 2), "b": (i % 5) / 5}, i % 2 == 1)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "model.json"
+    >>> save_model(model, path)
+    >>> load_model(path).predict_proba_one({"a": 1.0, "b": 0.2}) == model.predict_proba_one({"a": 1.0, "b": 0.2})
+    True
+    """
     from .daemon.state import save_model as save
 
     save(model, path)
 
 
 def load_model(path):
-    """The model :func:`save_model` wrote (see :func:`robustream.daemon.state.load_model`)."""
+    """The model :func:`save_model` wrote (see :func:`robustream.daemon.state.load_model`); the example of
+    :func:`save_model` loads one."""
     from .daemon.state import load_model as load
 
     return load(path)

@@ -65,7 +65,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.special import ndtr, ndtri
 
-from .validation import is_plain_real
+from .validation import check_seed, is_plain_real
 
 __all__ = [
     "ALIASES",
@@ -1349,6 +1349,7 @@ def noisy_split(
         raise ValueError(f"y[{first}] is {y[first].item()!r}: labels must be finite (drop or fill the rows without "
                          "a label)")
     flip = _check_flip(flip)
+    check_seed(seed, allow_none=True)
     if noise not in ("uniform", "adversarial"):
         raise ValueError(f"noise must be 'uniform' or 'adversarial', got {noise!r}")
     try:

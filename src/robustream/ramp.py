@@ -64,7 +64,7 @@ from sklearn.exceptions import DataConversionWarning
 from robustream.blas import single_threaded_blas
 from robustream.kernels.dual_cd import dual_cd_csr, dual_cd_dense
 from robustream.rows import as_rows
-from robustream.validation import is_integer, is_real, warn_stopped_at_cap
+from robustream.validation import check_count, check_seed, is_integer, is_real, warn_stopped_at_cap
 
 __all__ = ["RampSolution", "ramp_svm_cccp", "ramp_objective", "RampSVC", "NotFittedError"]
 
@@ -130,6 +130,12 @@ def ramp_objective(X, y, coef, intercept, *, C, s=-1.0, bias_scale=1.0):
 
     ``s=-np.inf`` gives the hinge-SVM objective.  ``bias_scale <= 0`` means no
     intercept term (``intercept`` must then be 0).
+
+    >>> X, y = np.array([[2.0], [-2.0], [0.5]]), np.array([1.0, -1.0, -1.0])
+    >>> float(ramp_objective(X, y, [1.0], 0.0, C=1.0)), float(ramp_objective(X, y, [1.0], 0.0, C=1.0, s=-np.inf))
+    (2.0, 2.0)
+    >>> float(ramp_objective(X, y, [-1.0], 0.0, C=1.0)), float(ramp_objective(X, y, [-1.0], 0.0, C=1.0, s=-np.inf))
+    (5.0, 7.0)
     """
     coef = np.asarray(coef, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64)
@@ -185,12 +191,8 @@ def _largest_projected_gradient(X, y, w, b, alpha, lower, upper) -> float:
 
 
 def _check_seed(seed):
-    if not is_integer(seed):
-        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
-    seed = int(seed)
-    if not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be in [0, 2**63); got {seed}")
-    return seed
+    check_seed(seed)
+    return int(seed)
 
 
 @single_threaded_blas()
@@ -226,6 +228,14 @@ def ramp_svm_cccp(
         ``(coef, intercept)`` to start the first CCCP step from.
     max_epochs : epoch cap of each dual-CD solve.
     shrinking : use liblinear-style shrinking in the dual solver.
+
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.r_[rng.normal(1.5, 1, (100, 2)), rng.normal(-1.5, 1, (100, 2))]
+    >>> y = np.r_[np.ones(100), -np.ones(100)]
+    >>> y[:10] = -1  # ten flipped labels
+    >>> sol = ramp_svm_cccp(X, y, C=1.0, s=-1.0)
+    >>> int(sol.outlier_mask[:10].sum()) >= 5, bool(sol.objective_history[-1] <= sol.objective_history[0])
+    (True, True)
     """
     X = _as_rows(X)
     n, d = X.shape
@@ -234,16 +244,19 @@ def ramp_svm_cccp(
         raise ValueError(f"y must have shape ({n},) to match X; got {y.shape}")
     if not np.all((y == 1.0) | (y == -1.0)):
         raise ValueError("y must contain only -1 and +1")
-    if not (np.isfinite(C) and C > 0):
+    # is_real first: np.isfinite("1") raised a ufunc TypeError that named no parameter
+    if not (is_real(C) and np.isfinite(C) and C > 0):
         raise ValueError(f"C must be a positive finite number; got {C!r}")
-    if not s < 1.0:
+    if not (is_real(s) and s < 1.0):
         raise ValueError(f"s must be < 1 (the ramp break point); got {s!r}")
-    if not (np.isfinite(bias_scale) and bias_scale >= 0):
+    if not (is_real(bias_scale) and np.isfinite(bias_scale) and bias_scale >= 0):
         raise ValueError(f"bias_scale must be finite and >= 0; got {bias_scale!r}")
-    if not (np.isfinite(tol) and tol > 0):
+    if not (is_real(tol) and np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be positive; got {tol!r}")
-    if int(max_cccp_iter) < 0 or int(max_epochs) < 1:
-        raise ValueError("max_cccp_iter must be >= 0 and max_epochs >= 1")
+    check_count("max_cccp_iter", max_cccp_iter, 0)
+    check_count("max_epochs", max_epochs, 1)
+    if not isinstance(shrinking, (bool, np.bool_)):  # bool("no") is True
+        raise ValueError(f"shrinking must be True or False; got {shrinking!r}")
     seed = _check_seed(seed)
     C = float(C)
     s = float(s)
@@ -281,9 +294,12 @@ def ramp_svm_cccp(
     elif isinstance(init, str):
         raise ValueError(f"init must be 'hinge' or a (coef, intercept) pair; got {init!r}")
     else:
-        w, b = init
-        w = np.array(w, dtype=np.float64).ravel()
-        b = float(b)
+        try:
+            w, b = init
+            w = np.array(w, dtype=np.float64).ravel()
+            b = float(b)
+        except (TypeError, ValueError):
+            raise ValueError(f"init must be 'hinge' or a (coef, intercept) pair of numbers; got {init!r}") from None
         if w.shape != (d,):
             raise ValueError(f"init coef must have shape ({d},); got {w.shape}")
         if bias_scale == 0.0 and b != 0.0:
@@ -455,13 +471,10 @@ class RampSVC:
             raise ValueError(f"C must be a positive finite number; got {C!r}")
         if not (is_real(s) and not np.isnan(s) and s < 1):
             raise ValueError(f"s must be a number < 1 (the ramp break point); got {s!r}")
-        if not (is_integer(it) and it >= 0):
-            raise ValueError(f"max_cccp_iter must be a non-negative integer; got {it!r}")
+        check_count("max_cccp_iter", it, 0)
         if not (is_real(tol) and np.isfinite(tol) and tol > 0):
             raise ValueError(f"tol must be a positive number; got {tol!r}")
-        me = self.max_epochs
-        if not (is_integer(me) and me >= 1):
-            raise ValueError(f"max_epochs must be a positive integer; got {me!r}")
+        check_count("max_epochs", self.max_epochs, 1)
 
     def fit(self, X, y):
         """Fit on ``X`` (dense or sparse, (n_samples, n_features)) and binary ``y``."""
@@ -501,7 +514,11 @@ class RampSVC:
                 )
         if y.dtype.kind == "O" and any(v is None for v in y):
             raise ValueError("y contains None")
-        classes, y_idx = np.unique(y, return_inverse=True)
+        try:
+            classes, y_idx = np.unique(y, return_inverse=True)
+        except TypeError:  # labels that do not sort together: 1 and "a"
+            kinds = sorted({type(v).__name__ for v in y.ravel()})
+            raise ValueError(f"y mixes labels of types {', '.join(kinds)}; use labels of one type") from None
         if classes.shape[0] < 2:
             raise ValueError(
                 f"RampSVC needs samples of two classes; y contains only one class: {classes[0]!r}"
@@ -561,6 +578,8 @@ class RampSVC:
         y = np.asarray(y)
         if y.shape != pred.shape:
             raise ValueError(f"y must have shape {pred.shape}; got {y.shape}")
+        if sample_weight is not None and np.shape(sample_weight) != pred.shape:
+            raise ValueError(f"sample_weight must have shape {pred.shape}; got {np.shape(sample_weight)}")
         return float(np.average(pred == y, weights=sample_weight))
 
 

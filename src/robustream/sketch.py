@@ -130,6 +130,8 @@ class JLSketch:
     # -- construction -------------------------------------------------------------------------
     def fit(self, n_features: int) -> "JLSketch":
         """Draw the projection for ``n_features`` input columns (the hashed kind needs none)."""
+        if not (is_integer(n_features) and n_features >= 0):  # int() took -3 (for srht and hashed), 2.7 and "5"
+            raise ValueError(f"n_features must be a non-negative integer, got {n_features!r}")
         k, d = int(self.sketch_dim), int(n_features)
         if self.kind == "srht":  # before any fitted state is set: a refused fit leaves the sketch as it was
             D = 1 << max(0, int(np.ceil(np.log2(max(d, 1)))))
@@ -214,14 +216,16 @@ class JLSketch:
 
     def transform_one(self, x: Mapping[Hashable, float]) -> np.ndarray:
         """Sketch one dict row. Hashed: any keys; other kinds: integer keys below ``n_features_``."""
+        from .learners.base import numeric_row  # the learners' check: None was read as 0, NaN passed through
+
+        x = numeric_row(x, x)
         k = int(self.sketch_dim)
         out = np.zeros(k)
         if self.kind == "hashed":
             scale = 1.0 / np.sqrt(self.hash_nnz)
             for key, value in x.items():
-                if value:
-                    pos, sgn = self.feature_hash(key)
-                    np.add.at(out, pos, value * scale * sgn)
+                pos, sgn = self.feature_hash(key)
+                np.add.at(out, pos, value * scale * sgn)
             return out
         if self.n_features_ is None:
             raise ValueError(f"a {self.kind!r} sketch needs fit(n_features) before transform_one")

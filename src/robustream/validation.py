@@ -37,6 +37,27 @@ def check_length(name: str, value: int) -> None:
         raise ValueError(f"{name} must be at most {sys.maxsize}, got {value!r}")
 
 
+def check_count(name: str, value: Any, low: int) -> None:
+    """ValueError naming ``name`` unless ``value`` is an integer in ``[low, 2**62]``: numba kernels
+    count in int64, and a larger loop cap (``max_epochs=10**30``) overflowed inside one.
+
+    >>> check_count("max_epochs", 10**30, 1)
+    Traceback (most recent call last):
+    ValueError: max_epochs must be a positive integer at most 2**62; got 1000000000000000000000000000000
+    """
+    if not (is_integer(value) and low <= value <= 2**62):
+        what = "a positive integer" if low == 1 else f"an integer >= {low}" if low else "a non-negative integer"
+        raise ValueError(f"{name} must be {what} at most 2**62; got {value!r}")
+
+
+def check_seed(seed: Any, allow_none: bool = False) -> None:
+    """ValueError unless ``seed`` is an integer in ``[0, 2**63)`` (or None, with ``allow_none``): NumPy's
+    own errors for -1 or 1.5 ("expected non-negative integer") do not say which argument they mean."""
+    if (seed is None and allow_none) or (is_integer(seed) and 0 <= seed < 2**63):
+        return
+    raise ValueError(f"seed must be an integer in [0, 2**63){' or None' if allow_none else ''}; got {seed!r}")
+
+
 def is_plain_int(value: Any) -> bool:
     """A Python ``int``, not a bool: what a parameter stored as JSON must be (River learners save theirs)."""
     return isinstance(value, int) and not isinstance(value, bool)
