@@ -4,8 +4,8 @@ and the estimators' one warning for a solve stopped at its iteration cap.
 >>> import numpy as np
 >>> is_integer(3), is_integer(np.int64(3)), is_integer(True), is_integer(3.0)
 (True, True, False, False)
->>> is_plain_int(np.int64(3)), is_real(0.5), is_real(np.float32(0.5)), is_real(False)
-(False, True, True, False)
+>>> is_real(0.5), is_real(np.float32(0.5)), is_real(False)
+(True, True, False)
 >>> is_plain_real(3), is_plain_real(0.5), is_plain_real(np.float32(0.5)), is_plain_real(True)
 (True, True, False, False)
 """
@@ -38,7 +38,7 @@ def check_length(name: str, value: int) -> None:
 
 
 def check_count(name: str, value: Any, low: int) -> None:
-    """ValueError naming ``name`` unless ``value`` is an integer in ``[low, 2**62]``: numba kernels
+    """ValueError naming ``name`` unless ``value`` is an integer in ``[low, 2**62]`` (``low``: 0 or 1): numba kernels
     count in int64, and a larger loop cap (``max_epochs=10**30``) overflowed inside one.
 
     >>> check_count("max_epochs", 10**30, 1)
@@ -46,8 +46,8 @@ def check_count(name: str, value: Any, low: int) -> None:
     ValueError: max_epochs must be a positive integer at most 2**62; got 1000000000000000000000000000000
     """
     if not (is_integer(value) and low <= value <= 2**62):
-        what = "a positive integer" if low == 1 else f"an integer >= {low}" if low else "a non-negative integer"
-        raise ValueError(f"{name} must be {what} at most 2**62; got {value!r}")
+        kind = "a positive" if low else "a non-negative"
+        raise ValueError(f"{name} must be {kind} integer at most 2**62; got {value!r}")
 
 
 def check_seed(seed: Any, allow_none: bool = False) -> None:
@@ -56,11 +56,6 @@ def check_seed(seed: Any, allow_none: bool = False) -> None:
     if (seed is None and allow_none) or (is_integer(seed) and 0 <= seed < 2**63):
         return
     raise ValueError(f"seed must be an integer in [0, 2**63){' or None' if allow_none else ''}; got {seed!r}")
-
-
-def is_plain_int(value: Any) -> bool:
-    """A Python ``int``, not a bool: what a parameter stored as JSON must be (River learners save theirs)."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_plain_real(value: Any) -> bool:

@@ -11,7 +11,7 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
-from ..validation import check_length, is_real
+from ..validation import check_length, finite_floats, is_real
 from ..solver import VALUE_RANGE
 from .base import is_integer, label_sign, numeric_row, refuse_values_beyond
 
@@ -200,11 +200,13 @@ class ORDIFilter(base.Wrapper, base.Classifier):
 
     # -- inference ------------------------------------------------------------------------------
     def predict_one(self, x: dict, **kwargs) -> Any:
-        numeric_row(x, x)  # as learn_one: a NaN made River's linear models answer NaN probabilities, silently
+        # as learn_one: a NaN made River's linear models answer NaN probabilities, silently (the C-speed
+        # test first: numeric_row would also build a row dict that prediction does not use)
+        finite_floats(x.values()) or numeric_row(x, x)
         return self.classifier_.predict_one(x, **kwargs)
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict[Any, float]:
-        numeric_row(x, x)
+        finite_floats(x.values()) or numeric_row(x, x)
         return self.classifier_.predict_proba_one(x, **kwargs)
 
     def outlier_score_one(self, x: dict, y: Any) -> float:
