@@ -112,6 +112,16 @@ def test_sketched_fit_on_wide_data(monkeypatch):
     assert clf.score(s.X_test, s.y_test) > max(0.9, full - 0.02)
 
 
+@pytest.mark.parametrize("kind, sketch_dim", [("achlioptas", 5), ("srht", 64), ("gaussian", 10**9)])
+def test_a_sketch_at_least_as_wide_as_the_rows_is_not_used(kind, sketch_dim):
+    # 10**9 asked NumPy for a 37 GiB projection; srht refused anything above its padded dimension
+    X, y = make_gaussian_classes((100, 100), d=5, seed=0)
+    plain = RGDSVC(random_state=0).fit(X, y)
+    clf = RGDSVC(sketch=kind, sketch_dim=sketch_dim, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, plain.coef_)
+    np.testing.assert_array_equal(clf.outlier_mask_, plain.outlier_mask_)
+
+
 @pytest.mark.parametrize(
     "params, match",
     [

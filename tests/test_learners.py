@@ -823,13 +823,23 @@ def test_a_row_near_the_float_limit_gives_no_floating_point_warning_when_the_sol
     assert model.n_rebuilds_ == 6 and model.n_failed_rebuilds_ == 0
 
 
-def test_an_srht_sketch_wider_than_the_rows_is_capped_as_in_rgdsvc():
-    model = RGDSVMClassifier(sketch="srht", sketch_dim=64, rebuild_every=50, window_size=100, coreset_size=50)
+def test_a_sketch_as_wide_as_the_rows_is_not_used_as_in_rgdsvc():
+    # srht could not build one (sketch_dim above its padded dimension); the others spent time distorting the rows
     rng = np.random.default_rng(1)
+    rows = []
     for _ in range(200):
         y = bool(rng.random() < 0.5)
-        model.learn_one({f"f{j}": float(v) + (1.0 if y else -1.0) for j, v in enumerate(rng.normal(size=4))}, y)
-    assert model.n_rebuilds_ == 4 and model.n_failed_rebuilds_ == 0
+        rows.append(({f"f{j}": float(v) + (1.0 if y else -1.0) for j, v in enumerate(rng.normal(size=4))}, y))
+    params = {"rebuild_every": 50, "window_size": 100, "coreset_size": 50, "seed": 0}
+    plain = RGDSVMClassifier(sketch_dim=None, **params)
+    for x, y in rows:
+        plain.learn_one(x, y)
+    for kind, k in (("srht", 64), ("gaussian", 4), ("hashed", 10**9)):
+        model = RGDSVMClassifier(sketch=kind, sketch_dim=k, **params)
+        for x, y in rows:
+            model.learn_one(x, y)
+        assert model.n_rebuilds_ == 4 and model.n_failed_rebuilds_ == 0
+        assert model.weights == plain.weights and model.intercept_ == plain.intercept_
 
 
 def test_probabilities_are_not_overconfident_on_overlapping_classes():

@@ -102,7 +102,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         Dimension of the sketch the RGD-tree runs on (the polish runs in full dimension on the
         inliers the tree found). ``"auto"`` sketches to 128 when d > 512 and the rows are sparse or
         more than 4,000 (fewer dense rows: the tree reads the polish's Gram matrix, as fast as on a
-        sketch and more accurate), None never sketches.
+        sketch and more accurate), None never sketches; nor does an int at least the number of
+        features (a sketch as wide as the rows saves nothing and only distorts them).
     tree_height, level_width, boosting_rounds : int, default=6, 10, 3
         RGD-tree height h, nodes kept per level L, and re-rooting rounds.
     delta, mu : float, default=0.5, 0.1

@@ -35,17 +35,20 @@ def resolve_sketch_dim(
 ) -> int | None:
     """The sketch dimension for ``n_rows`` rows (None: any number) of ``n_features`` columns:
     ``"auto"`` is 128 above 512 features when the rows are sparse or more than ``FULL_GRAM_ROWS``,
-    and no sketch (None) otherwise; an int or None is returned as given.
+    and no sketch (None) otherwise; an int below ``n_features`` is returned as given, and None for
+    one at least ``n_features``: a sketch as wide as the rows saves nothing and only distorts them.
 
-    >>> resolve_sketch_dim("auto", 784), resolve_sketch_dim("auto", 784, n_rows=1500), resolve_sketch_dim(64, 10)
+    >>> resolve_sketch_dim("auto", 784), resolve_sketch_dim("auto", 784, n_rows=1500), resolve_sketch_dim(64, 100)
     (128, None, 64)
     >>> resolve_sketch_dim("auto", 784, n_rows=1500, sparse=True), resolve_sketch_dim("auto", 100, sparse=True)
     (128, None)
+    >>> resolve_sketch_dim(64, 10) is None  # no sketch: 64 coordinates for rows of 10
+    True
     """
     if sketch_dim == "auto":
         many_rows = n_rows is None or n_rows > FULL_GRAM_ROWS
         return AUTO_SKETCH_DIM if n_features > AUTO_SKETCH_ABOVE and (sparse or many_rows) else None
-    return sketch_dim
+    return None if sketch_dim is None or sketch_dim >= n_features else sketch_dim
 
 
 def _hashed_columns(names: Iterable[str], seed: int, hash_nnz: int, sketch_dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -264,16 +267,10 @@ def make_sketch(kind: str, sketch_dim: int | str | None, n_features: int, seed: 
     """The :class:`JLSketch` an estimator uses for ``n_rows`` rows of ``n_features`` columns (None: no
     sketch).
 
-    ``sketch_dim`` as :func:`resolve_sketch_dim` reads it; a ``"srht"`` sketch keeps at most as many
-    coordinates as the padded Hadamard transform has, so a small ``n_features`` caps it.
+    ``sketch_dim`` as :func:`resolve_sketch_dim` reads it (no sketch when it is at least ``n_features``).
 
-    >>> make_sketch("srht", 64, 10, seed=0).sketch_dim, make_sketch("gaussian", "auto", 100, seed=0)
-    (16, None)
+    >>> make_sketch("srht", 64, 100, seed=0).sketch_dim, make_sketch("srht", 64, 10, seed=0)
+    (64, None)
     """
     k = resolve_sketch_dim(sketch_dim, n_features, n_rows, sparse)
-    if k is None:
-        return None
-    k = int(k)
-    if kind == "srht":
-        k = min(k, 1 << int(np.ceil(np.log2(max(n_features, 1)))))
-    return JLSketch(k, kind, seed, hash_nnz=min(4, k))
+    return None if k is None else JLSketch(int(k), kind, seed, hash_nnz=min(4, int(k)))

@@ -141,7 +141,8 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         rows of a rebuild hold more than 512 features and are sparse or more than 4,000, none
         otherwise (the default; the rule of :class:`robustream.RGDSVC`'s ``"auto"``: fewer dense
         rows are solved through their Gram matrix, which the tree reads too, as fast as on a sketch
-        and more accurate); None: never. Without a sketch the tree works on a
+        and more accurate); None: never. An int at least a rebuild's feature count does not sketch it
+        either (a sketch as wide as the rows saves nothing). Without a sketch the tree works on a
         dense copy of the rows (rows x features): on sparse rows with many distinct features
         (hashed text, one-hot ids) that is large and slow (measured on rows with 20 of 200,000
         possible features: 0.76 s per rebuild and an 876 MB process without, 0.12 s and 291 MB with).
