@@ -16,6 +16,7 @@ WITH_EXAMPLES = [
     "robustream.blas",
     "robustream.datasets",
     "robustream.evaluate",
+    "robustream.learners.base",
     "robustream.learners.coreset_svm",
     "robustream.learners.ordi",
     "robustream.learners.ramp",

@@ -5,12 +5,17 @@ Public API: :class:`RGDSVC` (scikit-learn batch estimator), :class:`RGDSVMClassi
 model, pipelines included, as checksummed JSON).
 """
 
+from __future__ import annotations
+
+import os
+from typing import Any
+
 from .batch import RGDSVC
 from .learners import CoresetSVMClassifier, ORDIFilter, RampSVMClassifier, RGDSVMClassifier
 from .sketch import JLSketch
 
 
-def save_model(model, path) -> None:
+def save_model(model: Any, path: str | os.PathLike) -> None:
     """Write any River model, pipelines included, as checksummed JSON (see :func:`robustream.daemon.state.save_model`).
 
     >>> import tempfile, pathlib
@@ -29,7 +34,7 @@ def save_model(model, path) -> None:
     save(model, path)
 
 
-def load_model(path):
+def load_model(path: str | os.PathLike) -> Any:
     """The model :func:`save_model` wrote (see :func:`robustream.daemon.state.load_model`); the example of
     :func:`save_model` loads one."""
     from .daemon.state import load_model as load

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -243,7 +244,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
 
     # -- fitting --------------------------------------------------------------------------------
-    def fit(self, X, y) -> "RGDSVC":
+    def fit(self, X: ArrayLike | sp.spmatrix, y: ArrayLike) -> RGDSVC:
         """Fit on rows ``X`` (dense or sparse) with possibly wrong labels ``y``."""
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
@@ -438,7 +439,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         return pick_flip_side(keys)
 
     # -- prediction -----------------------------------------------------------------------------
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """Signed distance-like score ``X @ coef_.T + intercept_`` ((n,) for two classes)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
@@ -454,7 +455,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
             return self.classes_[(scores.ravel() > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """Class labels."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)

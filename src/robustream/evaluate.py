@@ -19,6 +19,8 @@ from typing import Any, Hashable, Iterable, Iterator, Sequence
 import numpy as np
 from river import metrics as river_metrics
 
+from .validation import numeric_row
+
 
 def noisy_stream(
     stream: Iterable[tuple[dict, Any]],
@@ -145,7 +147,6 @@ def _row_matrix(xs: list[dict]):
     import scipy.sparse as sp
 
     from .coreset import feature_order
-    from .learners.base import numeric_row
 
     features = feature_order(xs)
     index = {f: j for j, f in enumerate(features)}
@@ -227,7 +228,8 @@ def _predictor(model, metric):
     return model.predict_proba_one
 
 
-def prequential(model, stream: Iterable[tuple[dict, Any, Any]], metric=None):
+def prequential(model: Any, stream: Iterable[tuple[dict, Any, Any]], metric: river_metrics.base.Metric | None = None
+                ) -> river_metrics.base.Metric:
     """Test-then-train: predict each ``x``, score against the clean label, learn the noisy one.
 
     ``stream`` holds ``(x, y_noisy, y_clean)`` rows, as :func:`noisy_stream` gives; a metric that scores
@@ -255,7 +257,8 @@ def prequential(model, stream: Iterable[tuple[dict, Any, Any]], metric=None):
     return metric
 
 
-def holdout(model, train: Iterable[tuple[dict, Any, Any]], test: Iterable[tuple[dict, Any]], metric=None):
+def holdout(model: Any, train: Iterable[tuple[dict, Any, Any]], test: Iterable[tuple[dict, Any]],
+            metric: river_metrics.base.Metric | None = None) -> river_metrics.base.Metric:
     """One pass of learning on the noisy training stream, then the metric on clean test rows.
 
     ``train`` holds ``(x, y_noisy, y_clean)`` rows (it may be empty, to score a model trained before),

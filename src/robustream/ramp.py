@@ -56,9 +56,11 @@ from __future__ import annotations
 import sys
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.exceptions import DataConversionWarning
 
 from robustream.blas import single_threaded_blas
@@ -125,7 +127,8 @@ def _margins(X, y, coef, intercept):
     return y * (np.asarray(X @ coef).ravel() + intercept)
 
 
-def ramp_objective(X, y, coef, intercept, *, C, s=-1.0, bias_scale=1.0):
+def ramp_objective(X: ArrayLike | sp.spmatrix, y: ArrayLike, coef: np.ndarray, intercept: float, *, C: float,
+                   s: float = -1.0, bias_scale: float = 1.0) -> float:
     """Primal objective ``1/2 (||w||^2 + (b/bias_scale)^2) + C sum_i min(1-s, max(0, 1-y_i f(x_i)))``.
 
     ``s=-np.inf`` gives the hinge-SVM objective.  ``bias_scale <= 0`` means no
@@ -197,18 +200,18 @@ def _check_seed(seed):
 
 @single_threaded_blas()
 def ramp_svm_cccp(
-    X,
-    y,
+    X: ArrayLike | sp.spmatrix,
+    y: ArrayLike,
     *,
-    C,
-    s=-1.0,
-    max_cccp_iter=30,
-    tol=1e-4,
-    bias_scale=1.0,
-    seed=0,
-    init="hinge",
-    max_epochs=1000,
-    shrinking=True,
+    C: float,
+    s: float = -1.0,
+    max_cccp_iter: int = 30,
+    tol: float = 1e-4,
+    bias_scale: float = 1.0,
+    seed: int = 0,
+    init: str | tuple[np.ndarray, float] = "hinge",
+    max_epochs: int = 1000,
+    shrinking: bool = True,
 ) -> RampSolution:
     """Fit a linear ramp-loss SVM by CCCP (see the module docstring).
 
@@ -416,10 +419,10 @@ class RampSVC:
 
     # -- scikit-learn protocol -------------------------------------------------
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._param_names}
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> RampSVC:
         for name, value in params.items():
             if name not in self._param_names:
                 raise ValueError(
@@ -476,7 +479,7 @@ class RampSVC:
             raise ValueError(f"tol must be a positive number; got {tol!r}")
         check_count("max_epochs", self.max_epochs, 1)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike | sp.spmatrix, y: ArrayLike) -> RampSVC:
         """Fit on ``X`` (dense or sparse, (n_samples, n_features)) and binary ``y``."""
         self._check_params()
         X = _as_rows(X)
@@ -556,7 +559,7 @@ class RampSVC:
                 f"This {type(self).__name__} instance is not fitted yet; call 'fit' first."
             )
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """Signed score ``X @ coef_[0] + intercept_[0]``, shape (n_samples,); > 0 means ``classes_[1]``."""
         self._check_fitted()
         X = _as_rows(X)
@@ -567,12 +570,12 @@ class RampSVC:
             )
         return np.asarray(X @ self.coef_[0]).ravel() + self.intercept_[0]
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """Class labels (values of ``classes_``), shape (n_samples,)."""
         positive = self.decision_function(X) > 0  # checks fitted state first
         return self.classes_[positive.astype(np.intp)]
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """Mean accuracy of ``predict(X)`` against ``y`` (optionally weighted)."""
         pred = self.predict(X)
         y = np.asarray(y)

@@ -174,7 +174,7 @@ def rows_as_dicts(X) -> list[dict[int, float]]:
     return [dict(zip(keys, r)) for r in X.tolist()]
 
 
-def scaler_for(X):
+def scaler_for(X: np.ndarray | sp.spmatrix) -> Any:
     """River's ``StandardScaler`` for dense data, ``MaxAbsScaler`` for sparse rows (whose missing
     keys are zeros the running mean and variance would never see)."""
     from river import preprocessing

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 
-def as_rows(X):
+def as_rows(X: ArrayLike | sp.spmatrix) -> np.ndarray | sp.csr_matrix:
     """``X`` as the solvers read it: C-contiguous float64, or float64 CSR with sorted indices and
     no duplicate entries. The order a sparse product adds its terms in depends on the index order,
     so a Gram matrix shared by several solves is the one each of them would compute only on

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from .kernels import jl
 from .rows import as_rows
-from .validation import is_integer
+from .validation import is_integer, numeric_row
 
 SKETCH_KINDS = ("gaussian", "achlioptas", "srht", "hashed")
 # Up to this many rows a solve works on the Gram matrix of the rows (<= 128 MB; it beats working sets):
@@ -219,9 +219,7 @@ class JLSketch:
 
     def transform_one(self, x: Mapping[Hashable, float]) -> np.ndarray:
         """Sketch one dict row. Hashed: any keys; other kinds: integer keys below ``n_features_``."""
-        from .learners.base import numeric_row  # the learners' check: None was read as 0, NaN passed through
-
-        x = numeric_row(x, x)
+        x = numeric_row(x, x)  # the learners' check: None was read as 0, NaN passed through
         k = int(self.sketch_dim)
         out = np.zeros(k)
         if self.kind == "hashed":

@@ -16,7 +16,7 @@ import math
 import numbers
 import sys
 import warnings
-from typing import Any, Iterable
+from typing import Any, Hashable, Iterable
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -79,6 +79,63 @@ def finite_floats(values: Iterable) -> bool:
     (True, False, False)
     """
     return _FLOAT_ONLY.issuperset(map(type, values)) and math.isfinite(sum(values))
+
+
+def non_number_message(x: dict) -> str:
+    """The message for a row with a feature value that is not a number (naming the first one)."""
+    return _first_non_number(x) or "a feature value is not a number"
+
+
+def _first_non_number(x: dict) -> str | None:
+    for k, v in x.items():
+        if not isinstance(v, (numbers.Real, np.number, np.bool_)):  # not text, bytes or Decimal
+            return f"feature {k!r}: {v!r} is not a number"
+    return None
+
+
+_PLAIN_NUMBERS = frozenset([float, int, bool])
+
+
+def _overflows(value) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
+        pass
+    return False
+
+
+def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> dict[Hashable, float]:
+    """``{k: float(x[k])}`` for the ``keys`` (those whose value is non-zero with ``drop_zeros``);
+    ValueError naming the first feature that is not a finite number (one NaN or inf would poison
+    every later solve or score)."""
+    if finite_floats(x.values()):  # what River's transformers output: no conversion, no value-by-value test
+        row = {k: x[k] for k in keys}
+        return {k: v for k, v in row.items() if v} if drop_zeros and not all(row.values()) else row
+    if not _PLAIN_NUMBERS.issuperset(map(type, x.values())) and (problem := _first_non_number(x)):
+        raise ValueError(problem)  # float() would take "1.5", b"2" or Decimal, which w.x then refuses
+    try:
+        row = {k: float(x[k]) for k in keys if x[k] or not drop_zeros}
+    except (TypeError, ValueError):
+        raise ValueError(non_number_message(x)) from None
+    except OverflowError:  # an int beyond floats
+        k = next(k for k in keys if _overflows(x[k]))
+        raise ValueError(f"feature {k!r} is not a finite number: an integer beyond floats") from None
+    if not all(map(math.isfinite, row.values())):
+        k = next(k for k, v in row.items() if not math.isfinite(v))
+        raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
+    return row
+
+
+def refuse_values_beyond(row: dict, limit: float, what: str) -> None:
+    """ValueError naming the first feature of ``row`` (finite floats) larger than ``limit`` in absolute
+    value, which ``what`` cannot take (its squares and sums of squares would overflow)."""
+    # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there
+    if math.hypot(*row.values()) > limit and (too_large := [k for k, v in row.items() if abs(v) > limit]):
+        k = too_large[0]
+        raise ValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} {what} can "
+                         "take; rescale the features (for example, standardise them)")
 
 
 def warn_stopped_at_cap(what: str, cap_name: str, cap: int, tol: float) -> None:

@@ -6,14 +6,13 @@ import copy
 import functools
 import inspect
 import math
-import numbers
 import operator
 import os
 import pickle
 import sys
 import warnings
 from itertools import islice, repeat
-from typing import Any, Hashable, Iterable
+from typing import TYPE_CHECKING, Any, Hashable
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,8 +23,11 @@ from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import RowBuffer, key_order
 from ..solver import NEGLIGIBLE_W2, negligible_direction, row_offset
-from ..validation import check_length, finite_floats, is_integer, is_real
+from ..validation import check_length, is_integer, is_real, non_number_message, numeric_row, refuse_values_beyond
 from .rebuild_worker import WorkerUnavailable, solve_worker
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 DENSE_ABOVE = 0.25  # share of non-zero cells above which a rebuild works on a dense matrix
@@ -74,63 +76,6 @@ def label_sign(y: Any, learner: str) -> float:
         f"label {y!r}: {learner} is a binary learner and reads labels as True (positive) / False (or 1 / 0); "
         "map the labels to booleans, or wrap it in river.multiclass.OneVsRestClassifier for more classes"
     )
-
-
-def non_number_message(x: dict) -> str:
-    """The message for a row with a feature value that is not a number (naming the first one)."""
-    return _first_non_number(x) or "a feature value is not a number"
-
-
-def _first_non_number(x: dict) -> str | None:
-    for k, v in x.items():
-        if not isinstance(v, (numbers.Real, np.number, np.bool_)):  # not text, bytes or Decimal
-            return f"feature {k!r}: {v!r} is not a number"
-    return None
-
-
-_PLAIN_NUMBERS = frozenset([float, int, bool])
-
-
-def _overflows(value) -> bool:
-    try:
-        float(value)
-    except OverflowError:
-        return True
-    except (TypeError, ValueError):
-        pass
-    return False
-
-
-def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> dict[Hashable, float]:
-    """``{k: float(x[k])}`` for the ``keys`` (those whose value is non-zero with ``drop_zeros``);
-    ValueError naming the first feature that is not a finite number (one NaN or inf would poison
-    every later solve or score)."""
-    if finite_floats(x.values()):  # what River's transformers output: no conversion, no value-by-value test
-        row = {k: x[k] for k in keys}
-        return {k: v for k, v in row.items() if v} if drop_zeros and not all(row.values()) else row
-    if not _PLAIN_NUMBERS.issuperset(map(type, x.values())) and (problem := _first_non_number(x)):
-        raise ValueError(problem)  # float() would take "1.5", b"2" or Decimal, which w.x then refuses
-    try:
-        row = {k: float(x[k]) for k in keys if x[k] or not drop_zeros}
-    except (TypeError, ValueError):
-        raise ValueError(non_number_message(x)) from None
-    except OverflowError:  # an int beyond floats
-        k = next(k for k in keys if _overflows(x[k]))
-        raise ValueError(f"feature {k!r} is not a finite number: an integer beyond floats") from None
-    if not all(map(math.isfinite, row.values())):
-        k = next(k for k, v in row.items() if not math.isfinite(v))
-        raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
-    return row
-
-
-def refuse_values_beyond(row: dict, limit: float, what: str) -> None:
-    """ValueError naming the first feature of ``row`` (finite floats) larger than ``limit`` in absolute
-    value, which ``what`` cannot take (its squares and sums of squares would overflow)."""
-    # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there
-    if math.hypot(*row.values()) > limit and (too_large := [k for k, v in row.items() if abs(v) > limit]):
-        k = too_large[0]
-        raise ValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} {what} can "
-                         "take; rescale the features (for example, standardise them)")
 
 
 def error_rise(errors: int, rows: int, ref_errors: int, ref_rows: int) -> tuple[float, float]:
@@ -239,7 +184,33 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     """Shared machinery of the windowed River learners: buffer, warm start, rebuilds, proba, persistence.
 
     A subclass sets its parameters in ``__init__`` (then calls :meth:`_init_state`) and implements
-    :meth:`_fit_rows`, one batch solve on the buffered rows.
+    :meth:`_fit_rows`, one batch solve on the buffered rows. Its parameters must include
+    ``window_size``, ``coreset_size``, ``rebuild_every``, ``rebuild_lag``, ``seed`` and
+    ``drift_threshold``.
+
+    Examples
+    --------
+    A learner whose rebuilds put the hyperplane halfway between the class means:
+
+    >>> import numpy as np
+    >>> from robustream.learners.base import RebuildingLinearClassifier
+    >>> class ClassMeans(RebuildingLinearClassifier):
+    ...     def __init__(self, window_size=100, coreset_size=0, rebuild_every=20, rebuild_lag=0, seed=0,
+    ...                  drift_threshold=None):
+    ...         self.window_size, self.coreset_size, self.drift_threshold = window_size, coreset_size, drift_threshold
+    ...         self.rebuild_every, self.rebuild_lag, self.seed = rebuild_every, rebuild_lag, seed
+    ...         self._init_state()
+    ...     def _fit_rows(self, X, signs, features, context, seed):
+    ...         mean_pos, mean_neg = X[signs > 0].mean(axis=0), X[signs < 0].mean(axis=0)
+    ...         w = mean_pos - mean_neg
+    ...         b = -float(w @ (mean_pos + mean_neg)) / 2
+    ...         no_outliers, no_support = np.zeros(len(signs), bool), np.zeros(len(signs))
+    ...         return w, b, no_outliers, no_support, 0.0, float(w @ w) / 2
+    >>> model = ClassMeans()
+    >>> for i in range(100):
+    ...     model.learn_one({"x": (i % 2) - 0.5 + 0.1 * (i % 3)}, i % 2 == 1)
+    >>> model.n_rebuilds_, model.predict_one({"x": 0.4}), model.predict_one({"x": -0.4})
+    (5, True, False)
     """
 
     _COEF_IN_ROW_UNITS = True  # the solution is a combination of rows (False: a hinge model's margin scale)
@@ -589,7 +560,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _after_fit(self, context: dict) -> None:
         """Install what a successful solve left in ``context`` (on the caller's thread)."""
 
-    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
+    def clone(self, new_params: dict | None = None, include_attributes: bool = False) -> RebuildingLinearClassifier:
         """River's ``clone``; with ``include_attributes`` the learned state is copied in one deep copy
         (River copies attribute by attribute, so the last solution's rows stopped being the buffer's rows
         and a running background rebuild took its process pool along)."""
@@ -615,19 +586,19 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self.__dict__.update(state)
 
     # -- mini-batch API ------------------------------------------------------------------------
-    def learn_many(self, X, y) -> None:
+    def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
         if len(X) != len(y):  # zip would silently learn only the rows that have a label
             raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
         for x, target in zip(_dict_rows(X), y):
             self.learn_one(x, target)
 
-    def predict_proba_many(self, X):
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame([self.predict_proba_one(x) for x in _dict_rows(X)], index=X.index, columns=[False, True],
                             dtype=float)  # fmt: skip
 
-    def predict_many(self, X):
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
         import pandas as pd
 
         return pd.Series([self.predict_one(x) for x in _dict_rows(X)], index=X.index, dtype=bool)
@@ -638,7 +609,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         persist.dump({"class": type(self).__name__, "params": self._get_params(), "state": self._state()}, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike):
+    def load(cls, path: str | os.PathLike) -> RebuildingLinearClassifier:
         """Inverse of :meth:`save`; raises ``persist.CorruptModelError`` on a damaged file."""
         payload = persist.load(path)
         if payload.get("class") != cls.__name__:

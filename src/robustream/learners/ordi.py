@@ -11,9 +11,9 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
-from ..validation import check_length, finite_floats, is_real
+from ..validation import check_length, finite_floats, is_integer, is_real, numeric_row, refuse_values_beyond
 from ..solver import VALUE_RANGE
-from .base import is_integer, label_sign, numeric_row, refuse_values_beyond
+from .base import label_sign
 
 SCORES = ("exact", "bound")
 # at most this multiple of removal_fraction of the recent samples is skipped: exchangeable scores
