@@ -1208,6 +1208,54 @@ def test_non_finite_features_are_refused_with_the_feature_named():
     assert len(model._buffer) == 0  # nothing of the refused rows is kept
 
 
+def test_rows_of_a_dense_stream_after_a_rebuild_are_checked_and_learned_as_any_row(monkeypatch):
+    # after the first rebuild, a row holding the buffer's features as finite non-zero floats is read in
+    # one C call (RowBuffer.dense_row); every other row must still be validated and learned as before
+    from robustream.coreset import DenseRow, RowBuffer
+
+    rng = np.random.default_rng(4)
+    keys = ["b", "a", "c"]
+    stream = []
+    for i in range(400):
+        y = bool(rng.random() < 0.5)
+        x = {k: float(v) + (0.8 if y else -0.8) for k, v in zip(keys, rng.normal(size=3))}
+        if i % 9 == 4:
+            x["a"] = 0.0  # a zero: a sparse row
+        if i % 9 == 5:
+            x["c"] = np.float64(x["c"])  # NumPy's float, an int and a bool: converted
+        if i % 9 == 6:
+            x["b"], x["c"] = 2, True
+        if i % 9 == 7:
+            x = {k: x[k] for k in reversed(keys)}  # another key order
+        if i == 300:
+            x["d"] = 1.5  # a new feature
+        stream.append((x, y))
+    bad = [({"a": 1.0, "b": float("nan"), "c": 1.0}, "feature 'b' is not a finite number"),
+           ({"a": 1.0, "b": 1.0, "c": float("-inf")}, "feature 'c' is not a finite number"),
+           ({"a": 1.0, "b": "2.5", "c": 1.0}, "feature 'b': '2.5' is not a number"),
+           ({"a": 1.0, "b": None, "c": 1.0}, "feature 'b': None is not a number")]
+
+    def run():
+        model = RGDSVMClassifier(rebuild_every=50, window_size=120, coreset_size=40, seed=2)
+        for i, (x, y) in enumerate(stream):
+            if i in (150, 350):
+                n_rows = len(model._buffer)
+                for row, message in bad:
+                    with pytest.raises(ValueError, match=re.escape(message)):
+                        model.learn_one(row, True)
+                assert len(model._buffer) == n_rows  # nothing of a refused row is kept
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+        return model
+
+    fast = run()
+    assert sum(type(x) is DenseRow for x, _ in fast._buffer.window) > 50  # the dense rows took the fast path
+    monkeypatch.setattr(RowBuffer, "dense_row", lambda self, x, keys: None)
+    slow = run()
+    assert fast.weights == slow.weights and fast.intercept_ == slow.intercept_
+    assert [(dict(x), s) for x, s in fast._buffer.rows()] == [(dict(x), s) for x, s in slow._buffer.rows()]
+
+
 def test_a_forked_child_finishes_the_pending_rebuild_itself():
     import os
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from itertools import chain
+from operator import itemgetter
 from typing import Hashable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
+
+from .validation import finite_floats
 
 Row = Mapping  # feature key -> float: a dict, or a DenseRow
 
@@ -74,8 +77,9 @@ class RowBuffer:
         self._full = np.arange(0)  # the column indices of a row holding every feature (shared)
         self._keys_checked: list | None = None  # the last key order append() compared with _features ...
         self._keys_same = False  # ... and whether it was theirs
+        self._values_of = None  # dense_row's reader of _features' values from a row (when there are two or more)
 
-    _CACHE = ("_columns", "_features", "_index", "_full", "_keys_checked", "_keys_same")
+    _CACHE = ("_columns", "_features", "_index", "_full", "_keys_checked", "_keys_same", "_values_of")
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -86,7 +90,33 @@ class RowBuffer:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._columns, self._features, self._index, self._full = {}, [], {}, np.arange(0)
-        self._keys_checked, self._keys_same = None, False
+        self._keys_checked, self._keys_same, self._values_of = None, False, None
+
+    def _check_keys(self, keys: list) -> bool:
+        """Whether ``keys`` (a row's keys in canonical order) are the features of the last :meth:`matrix`."""
+        if keys is not self._keys_checked:  # a stream mostly repeats one key order: compared once
+            self._keys_checked, self._keys_same = keys, keys == self._features
+            self._values_of = itemgetter(*keys) if self._keys_same and len(keys) > 1 else None
+        return self._keys_same
+
+    def dense_row(self, x: dict, keys: list) -> DenseRow | None:
+        """The :class:`DenseRow` :meth:`append` would store for the row of the values of ``x`` (keys
+        ``keys``, in canonical order), when it holds every feature of the last :meth:`matrix`, as
+        finite non-zero floats; None otherwise (the caller then validates ``x`` value by value).
+        The fast path of a dense stream: one C call reads the values in the features' order.
+
+        >>> buffer = RowBuffer(window_size=4, coreset_size=2)
+        >>> buffer.append({"a": 1.0, "b": 2.0}, 1.0, ["a", "b"])
+        >>> _ = buffer.matrix(buffer.rows())  # the features are now ["a", "b"]
+        >>> buffer.dense_row({"b": -1.0, "a": 0.5}, ["a", "b"]), buffer.dense_row({"a": 0.0, "b": 1.0}, ["a", "b"])
+        (DenseRow({'a': 0.5, 'b': -1.0}), None)
+        """
+        if len(x) != len(self._features) or not self._check_keys(keys) or self._values_of is None:
+            return None
+        values = self._values_of(x)
+        if not (finite_floats(values) and all(values)):
+            return None
+        return DenseRow(self._features, self._index, np.fromiter(values, np.float64, len(values)))
 
     def append(self, row: Row, sign: float, keys: list) -> None:
         """Append ``(row, sign)`` to the window; ``keys``: the key order the row was built in.
@@ -101,10 +131,11 @@ class RowBuffer:
             self._columns.pop(id(window[0]), None)  # leaving the window is looked up again if needed)
         n_features = len(self._features)
         item = None
-        if len(row) == n_features:
-            if keys is not self._keys_checked:  # a stream mostly repeats one key order: compared once
-                self._keys_checked, self._keys_same = keys, keys == self._features
-            if self._keys_same:
+        if type(row) is DenseRow and row._keys is self._features:  # from dense_row
+            item = (row, sign)
+            self._columns[id(item)] = (item, self._full, row._values)
+        elif len(row) == n_features:
+            if self._check_keys(keys):
                 values = np.fromiter(row.values(), np.float64, n_features)
                 if values.all():
                     item = (DenseRow(self._features, self._index, values), sign)

@@ -309,7 +309,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             # saved model stores Python keys, and the key order must not change across a save and load
             self._arrival_keys = keys
             self._canonical_keys = sorted((k.item() if isinstance(k, np.generic) else k for k in keys), key=key_order)
-        row = numeric_row(x, self._canonical_keys)
+        # a row of a dense stream's features, all finite non-zero floats, as the buffer stores it; else a dict
+        row = self._buffer.dense_row(x, self._canonical_keys)
+        if row is None:
+            row = numeric_row(x, self._canonical_keys)
         if self._LARGEST_VALUE < math.inf:  # learners whose solve takes any finite value (limit inf) skip it
             refuse_values_beyond(row, self._LARGEST_VALUE, f"{type(self).__name__}'s solve")
         self._before_learn(row, sign)
