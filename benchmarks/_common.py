@@ -23,16 +23,22 @@ from robustream.datasets import make_gaussian_classes
 
 
 def git_state() -> dict:
-    """Commit and uncommitted changes under src/ (the library may change between runs)."""
-    root = Path(__file__).resolve().parent.parent
+    """Commit and uncommitted changes under src/ of the checkout the imported robustream comes from
+    (the library may change between runs, and ``PYTHONPATH`` may point at another checkout than the
+    benchmark's, e.g. to time an older commit side by side); ``package``: where it was imported from."""
+    package = Path(robustream.__file__).resolve().parent
+    state = {"commit": None, "src_uncommitted": None, "package": str(package)}
+    if package.parent.name != "src":  # an installed copy, not a checkout's src/
+        return state
+    root = package.parent.parent
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"],
                                capture_output=True, text=True, check=True).stdout.split("\n")
-        return {"commit": commit, "src_uncommitted": [line.strip() for line in dirty if line.strip()]}
     except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "src_uncommitted": None}
+        return state
+    return {**state, "commit": commit, "src_uncommitted": [line.strip() for line in dirty if line.strip()]}
 
 
 def blas_kernels() -> str:
@@ -70,7 +76,8 @@ def header() -> dict:
     )
     print(f"threads: {meta['threads']}, cpus: {meta['cpu_count']}, {meta['platform']}, BLAS: {meta['blas']}")
     dirty = meta["git"]["src_uncommitted"]
-    print(f"library: git {meta['git']['commit']}, uncommitted under src/: {', '.join(dirty) if dirty else 'none'}")
+    print(f"library: git {meta['git']['commit']}, uncommitted under src/: {', '.join(dirty) if dirty else 'none'} "
+          f"(imported from {meta['git']['package']})")
     return meta
 
 

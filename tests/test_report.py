@@ -128,3 +128,24 @@ def test_the_report_prequential_pass_does_not_score_rows_without_a_prediction(mo
     labels = [r["y"] for r in rows]
     preq = run_all.stream_pass("rgd", {}, 0, True, None, rows, labels, labels)[2]
     assert preq == 1.0  # 3 of 3 scored rows right, not 3 of 4
+
+
+def test_benchmark_headers_name_the_checkout_the_library_was_imported_from(tmp_path):
+    # PYTHONPATH may point a benchmark at another checkout (an older commit timed side by side): the
+    # header must give that checkout's commit, not the benchmark's own
+    import os
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(ROOT / "src" / "robustream", other / "src" / "robustream",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    git = ["git", "-C", str(other), "-c", "user.name=robustream", "-c", "user.email=robustream@localhost"]
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "another checkout"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+    code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import _common; print(_common.git_state())"
+    state = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(other / "src")},
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    expected = {"commit": commit.stdout.strip(), "src_uncommitted": [], "package": str(other / "src" / "robustream")}
+    assert state.strip() == repr(expected)
