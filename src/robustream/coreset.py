@@ -77,7 +77,7 @@ class RowBuffer:
         self._full = np.arange(0)  # the column indices of a row holding every feature (shared)
         self._keys_checked: list | None = None  # the last key order append() compared with _features ...
         self._keys_same = False  # ... and whether it was theirs
-        self._values_of = None  # dense_row's reader of _features' values from a row (when there are two or more)
+        self._values_of = None  # dense_row's reader of _features' values from a row (a tuple of them)
 
     _CACHE = ("_columns", "_features", "_index", "_full", "_keys_checked", "_keys_same", "_values_of")
 
@@ -96,7 +96,12 @@ class RowBuffer:
         """Whether ``keys`` (a row's keys in canonical order) are the features of the last :meth:`matrix`."""
         if keys is not self._keys_checked:  # a stream mostly repeats one key order: compared once
             self._keys_checked, self._keys_same = keys, keys == self._features
-            self._values_of = itemgetter(*keys) if self._keys_same and len(keys) > 1 else None
+            if not (self._keys_same and keys):
+                self._values_of = None
+            elif len(keys) == 1:  # itemgetter of one key returns the value, not a 1-tuple
+                self._values_of = lambda x, key=keys[0]: (x[key],)
+            else:
+                self._values_of = itemgetter(*keys)
         return self._keys_same
 
     def dense_row(self, x: dict, keys: list) -> DenseRow | None:
@@ -121,26 +126,22 @@ class RowBuffer:
     def append(self, row: Row, sign: float, keys: list) -> None:
         """Append ``(row, sign)`` to the window; ``keys``: the key order the row was built in.
 
-        A row holding every feature of the last :meth:`matrix`, in its order, none of them zero, is
-        stored as a :class:`DenseRow` and enters the matrix cache now, while its values are still
-        in the CPU cache: converting dict rows at the rebuild, scattered in memory by then, cost
-        several times as much (``benchmarks/stream_throughput.py``).
+        A row holding every feature of the last :meth:`matrix` as finite non-zero floats (a
+        :meth:`dense_row` already, or a dict it converts) is stored as a :class:`DenseRow` and enters
+        the matrix cache now, while its values are still in the CPU cache: converting dict rows at
+        the rebuild, scattered in memory by then, cost several times as much
+        (``benchmarks/stream_throughput.py``).
         """
         window = self.window
         if len(window) == window.maxlen:  # the cache holds no more rows than the buffer (a coreset row
             self._columns.pop(id(window[0]), None)  # leaving the window is looked up again if needed)
-        n_features = len(self._features)
-        item = None
-        if type(row) is DenseRow and row._keys is self._features:  # from dense_row
-            item = (row, sign)
+        if not (type(row) is DenseRow and row._keys is self._features):  # not from dense_row already
+            dense = self.dense_row(row, keys)
+            row = row if dense is None else dense
+        item = (row, sign)
+        if type(row) is DenseRow and row._keys is self._features:
             self._columns[id(item)] = (item, self._full, row._values)
-        elif len(row) == n_features:
-            if self._check_keys(keys):
-                values = np.fromiter(row.values(), np.float64, n_features)
-                if values.all():
-                    item = (DenseRow(self._features, self._index, values), sign)
-                    self._columns[id(item)] = (item, self._full, values)
-        window.append(item or (row, sign))
+        window.append(item)
 
     def matrix(self, rows: list[tuple[Row, float]]) -> tuple[list[Hashable], np.ndarray | sp.csr_matrix]:
         """``(features, X)``: the canonical feature order of ``rows`` and their matrix over it.
