@@ -104,6 +104,10 @@ def test_quick_report_has_every_table(tmp_path):
     raw = json.loads((tmp_path / "results" / "run_all.json").read_text())
     assert raw["meta"]["report_command"] == "python benchmarks/run_all.py --quick"
     assert set(raw["main"]) == {"heart", "breast-cancer", "australian", "synthetic-small"}
+    # RGD stream and RGDSVC pick the soft polish's nu on validation too, from batch_noise.py's grid
+    picked = [run[m]["params"] for runs in raw["main"].values() for run in runs for m in ("RGD stream", "RGDSVC")]
+    assert all(set(p) == {"outlier_fraction", "nu"} and p["nu"] in (0.1, 0.3, 0.6) for p in picked), picked
+    assert "(outlier_fraction ∈ {0, 0.05, 0.1, 0.2, 0.3} × nu ∈ {0.1, 0.3, 0.6})" in text
 
 
 def test_the_report_prequential_pass_does_not_score_rows_without_a_prediction(monkeypatch):
