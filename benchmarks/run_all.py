@@ -536,10 +536,10 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
           "hyper-parameters chosen on the noisy validation split only (grids below). Numbers are clean test "
           "error % (mean ± sample sd over seeds); the best mean per row is bold. Streaming methods make one pass over "
           "the train split (River `StandardScaler` in front); batch methods fit the standardised train split.", ""]
-    fractions = (f"outlier_fraction ∈ {{{', '.join(f'{r:g}' for r in OUTLIER_GRID)}}} × "
+    rgd_grid = (f"outlier_fraction ∈ {{{', '.join(f'{r:g}' for r in OUTLIER_GRID)}}} × "
                  f"nu ∈ {{{', '.join(f'{v:g}' for v in NU_GRID)}}}")
     L += ["Methods and validation grids: "
-          f"**RGD stream** = `RGDSVMClassifier` ({fractions}); **RGD stream auto** = "
+          f"**RGD stream** = `RGDSVMClassifier` ({rgd_grid}); **RGD stream auto** = "
           "`RGDSVMClassifier(outlier_fraction=\"auto\")` (no validation: it picks the fraction, and where the "
           "wrong labels sit, on the stream); **Coreset stream** = "
           "`CoresetSVMClassifier`; **Ramp stream** = `RampSVMClassifier` (s ∈ {-1, -0.5}); these learners keep their "
@@ -550,7 +550,7 @@ def write_report(out: Path, meta: dict, prof: dict, quick: bool, main: dict, swe
              else "ORDIFilter: not importable in this run, left out; ")
           + "**River LR / PA / ALMA / Perceptron** = River's `LogisticRegression`, `PAClassifier` (PA-I, "
           "C ∈ {1e-4, 1e-3, 1e-2, 0.1, 1}), `ALMAClassifier`, `Perceptron` (defaults otherwise); "
-          f"**RGDSVC** = batch `RGDSVC` ({fractions}); **RGDSVC auto** = "
+          f"**RGDSVC** = batch `RGDSVC` ({rgd_grid}); **RGDSVC auto** = "
           "`RGDSVC(outlier_fraction=\"auto\")` (no validation: an internal holdout of the noisy train labels); **LinearSVC** = scikit-learn "
           f"`LinearSVC(loss='hinge')`, C ∈ {{{', '.join(f'{c:g}' for c in C_GRID)}}}; "
           + ("**cleanlab+LinearSVC** = `cleanlab.filter.find_label_issues` on 5-fold out-of-sample "

@@ -135,12 +135,10 @@ class RowBuffer:
         window = self.window
         if len(window) == window.maxlen:  # the cache holds no more rows than the buffer (a coreset row
             self._columns.pop(id(window[0]), None)  # leaving the window is looked up again if needed)
-        if not (type(row) is DenseRow and row._keys is self._features):  # not from dense_row already
-            dense = self.dense_row(row, keys)
-            row = row if dense is None else dense
-        item = (row, sign)
-        if type(row) is DenseRow and row._keys is self._features:
-            self._columns[id(item)] = (item, self._full, row._values)
+        dense = row if type(row) is DenseRow and row._keys is self._features else self.dense_row(row, keys)
+        item = (row if dense is None else dense, sign)
+        if dense is not None:
+            self._columns[id(item)] = (item, self._full, dense._values)
         window.append(item)
 
     def matrix(self, rows: list[tuple[Row, float]]) -> tuple[list[Hashable], np.ndarray | sp.csr_matrix]:
