@@ -141,6 +141,34 @@ def test_mdm_gram_matches_reference(seed, max_iter):
     assert a[2] == pytest.approx(b[2], rel=1e-10)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_mdm_gram_matches_reference_on_interleaved_classes_and_rows_that_cannot_move(seed):
+    # what a solver hands the kernel: the classes interleaved (stream order), outliers with cap 0
+    # (coefficient 0: they never move, but their g must follow w), one of them still holding mass
+    # (it can only give it away), and soft caps on the rest
+    rng = np.random.default_rng(seed)
+    X, sign, _ = _two_classes(rng, n=80, shift=0.6)
+    order = rng.permutation(sign.size)
+    X, sign = X[order], sign[order]
+    cap = np.full(sign.size, 1.0 / (0.3 * 40))
+    outliers = rng.choice(sign.size, 12, replace=False)
+    cap[outliers] = 0.0
+    coef = np.zeros(sign.size)
+    for cls in (1.0, -1.0):
+        rows = np.flatnonzero((sign == cls) & (cap > 0.0))
+        coef[rows] = 1.0 / rows.size
+    held = outliers[0]  # a row with mass and no room: it may give mass, never take it
+    coef[sign == sign[held]] *= 0.9
+    coef[held] = 0.1
+    K = X @ X.T
+    g = sign * (K @ (sign * coef))
+    ww = float((sign * coef) @ K @ (sign * coef))
+    a = G.mdm_gram(K, g, sign, coef, cap, ww, 1e-9 * ww, 100_000)
+    b = G.mdm_gram_reference(K, g, sign, coef, cap, ww, 1e-9 * ww, 100_000)
+    assert a[3] == b[3] > 0
+    np.testing.assert_allclose(a[0], b[0], atol=1e-10)
+    np.testing.assert_allclose(a[1], b[1], atol=1e-8)  # g of every row, those that cannot move too
+    assert np.all(a[0][outliers[1:]] == 0.0)
 def test_csr_times_dense_matches_reference():
     rng = np.random.default_rng(1)
     X = sp.random(40, 30, density=0.2, random_state=2, format="csr")
