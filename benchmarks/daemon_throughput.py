@@ -12,7 +12,9 @@ Rates are messages per second from the first record to the last (group join excl
 one run; each daemon runs in a thread of this process, after a warm-up of its learner (numba kernels
 loaded). Latency is the daemon's own per-message measurement (what robustream_process_duration_seconds
 and robustream_rebuild_duration_seconds observe: decode .. output queued, one clock reading per
-message), split into messages that triggered a rebuild and the others. Targets (issue 4): rate >= 0.5x
+message), split into messages that triggered a rebuild and the others; checkpoint ms is the mean
+time to write one checkpoint (encode the model, write, fsync, rename: what
+robustream_checkpoint_duration_seconds observes). Targets (issue 4): rate >= 0.5x
 bare, p99 < 2 ms outside rebuilds.
 """
 
@@ -143,6 +145,8 @@ def run_daemon(bootstrap: str, topic: str, n: int, spec: str, workdir: str) -> d
     daemon.request_stop()
     thread.join(60)
     plain, rebuilds = np.array(daemon.process_seconds), np.array(daemon.rebuild_seconds)
+    sample = daemon.metrics.registry.get_sample_value
+    n_checkpoints = int(sample("robustream_checkpoint_duration_seconds_count") or 0)
     return {
         "learner": spec,
         "rate": n / (daemon.last - daemon.first),
@@ -153,6 +157,9 @@ def run_daemon(bootstrap: str, topic: str, n: int, spec: str, workdir: str) -> d
         "rebuild_p50_ms": float(np.percentile(rebuilds, 50) * 1e3) if rebuilds.size else None,
         "rebuild_max_ms": float(rebuilds.max() * 1e3) if rebuilds.size else None,
         "rebuild_share_of_time": float(rebuilds.sum() / (rebuilds.sum() + plain.sum())),
+        "checkpoints": n_checkpoints,
+        "checkpoint_mean_ms": sample("robustream_checkpoint_duration_seconds_sum") / n_checkpoints * 1e3
+        if n_checkpoints else None,
     }
 
 
@@ -186,13 +193,15 @@ def main() -> int:
     print(f"consume + produce one output per message, no model (the daemon's I/O): {relay_rate:,.0f} msg/s = "
           f"{relay_rate / bare_rate:.2f}x bare: the ceiling of any learner with kafka-python's producer")  # fmt: skip
     print(f"{'learner':<30}{'msg/s':>9}{'x bare':>8}{'p50 µs':>9}{'p99 µs':>9}{'max µs':>9}"
-          f"{'rebuilds':>9}{'rebuild p50 ms':>16}{'rebuild max ms':>16}{'rebuild time':>14}")  # fmt: skip
+          f"{'rebuilds':>9}{'rebuild p50 ms':>16}{'rebuild max ms':>16}{'rebuild time':>14}"
+          f"{'checkpoints':>13}{'checkpoint ms':>15}")  # fmt: skip
     for r in rows:
         print(f"{r['learner']:<30}{r['rate']:>9,.0f}{r['rate'] / bare_rate:>8.2f}{r['p50_us']:>9.0f}"
               f"{r['p99_us']:>9.0f}{r['max_us']:>9.0f}{r['rebuilds']:>9}"
               f"{r['rebuild_p50_ms'] if r['rebuild_p50_ms'] is not None else float('nan'):>16.1f}"
               f"{r['rebuild_max_ms'] if r['rebuild_max_ms'] is not None else float('nan'):>16.1f}"
-              f"{r['rebuild_share_of_time']:>13.0%}")  # fmt: skip
+              f"{r['rebuild_share_of_time']:>13.0%}{r['checkpoints']:>13}"
+              f"{r['checkpoint_mean_ms'] if r['checkpoint_mean_ms'] is not None else float('nan'):>15.1f}")  # fmt: skip
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"meta": meta, "bare_rate": [bare, bare_again], "relay_rate": relay_rate, "rows": rows},
                                          indent=2))

@@ -130,6 +130,17 @@ class _Encoder:
         self.memo: dict[int, int] = {}
         self.keepalive: list[Any] = []  # temporaries must outlive the walk or their ids get reused
         self.building: set[int] = set()  # tuples and sets whose items are being written
+        # id(class or function) -> its name: a model's rows share one class, named once, not per row
+        self.names: dict[int, tuple[str, str]] = {}
+
+    def name(self, obj: Any) -> tuple[str, str]:
+        """:func:`_global_name`, once per object (kept alive by ``keepalive`` while the walk runs)."""
+        key = id(obj)
+        found = self.names.get(key)
+        if found is None:
+            found = self.names[key] = _global_name(obj)
+            self.keepalive.append(obj)
+        return found
 
     def ref(self, obj: Any) -> Any:
         if obj is None or isinstance(obj, (bool, str)):
@@ -159,7 +170,7 @@ class _Encoder:
     def global_node(self, obj: Any, n: int, module: str | None = None, qualname: str | None = None) -> dict:
         """A class or function, by name: only one that loading may rebuild (see :func:`_resolve`)."""
         if module is None:
-            module, qualname = _global_name(obj)
+            module, qualname = self.name(obj)
         if "<lambda>" in qualname or "<locals>" in qualname:
             raise StateError(f"cannot write {qualname} (a lambda or local function); use a named function")
         if not _allowed(module, qualname):
@@ -199,15 +210,15 @@ class _Encoder:
         except Exception as exc:  # noqa: BLE001 - any failure means: not writable
             raise StateError(f"cannot write a {t.__module__}.{t.__qualname__} ({exc})") from None
         if isinstance(rv, str):
-            module, _ = _global_name(obj)
+            module, _ = self.name(obj)
             return self.global_node(obj, n, module, rv)
         rv = tuple(rv) + (None,) * (5 - len(rv))
         func, args, state, listitems, dictitems = rv[:5]
         self.keepalive.append(rv)
-        module, qualname = _global_name(func)
+        module, qualname = self.name(func)
         if not _allowed(module, qualname):
             raise StateError(f"cannot write a {t.__module__}.{t.__qualname__}: it is rebuilt by {module}.{qualname}")
-        if func is copyreg.__newobj__ and not _allowed(*_global_name(args[0])):
+        if func is copyreg.__newobj__ and not _allowed(*self.name(args[0])):
             raise StateError(f"cannot write a {t.__module__}.{t.__qualname__}: the class is not on the allowlist")
         return {
             "t": "reduce",
@@ -228,6 +239,18 @@ def encode_state(model: Any) -> dict:
 class _Decoder:
     def __init__(self) -> None:
         self.memo: dict[int, Any] = {}
+        self.resolved: dict[tuple[str, str], Any] = {}  # (module, name) -> object: a model's rows share one class
+
+    def resolve(self, module: Any, qualname: Any) -> Any:
+        """:func:`_resolve`, once per name."""
+        key = (module, qualname)
+        try:
+            return self.resolved[key]
+        except TypeError:  # not a pair of strings (a list from a malformed file): _resolve says what is wrong
+            return _resolve(module, qualname)
+        except KeyError:
+            found = self.resolved[key] = _resolve(module, qualname)
+            return found
 
     def value(self, doc: Any) -> Any:
         if doc is None or isinstance(doc, (bool, int, float, str)):
@@ -272,9 +295,9 @@ class _Decoder:
                 raise StateError(f"state refers to {name!r} of a {type(owner).__name__}: not one of its methods")
             self.memo[n] = out
         elif t == "global":
-            out = self.memo[n] = _resolve(doc["module"], doc["name"])
+            out = self.memo[n] = self.resolve(doc["module"], doc["name"])
         elif t == "reduce":
-            func = _resolve(*doc["func"])
+            func = self.resolve(*doc["func"])
             args = self.value(doc["args"])
             _check_constructor(func, args)
             out = self.memo[n] = func(*args)
