@@ -826,6 +826,26 @@ def test_a_state_names_each_class_once_and_loading_looks_each_name_up_once(monke
     assert copy.predict_proba_one(x) == model.predict_proba_one(x)
 
 
+def test_states_are_written_in_format_2_and_format_1_states_still_load(monkeypatch):
+    # format 2: the learners' rows go as one table, which a robustream reading only format 1 would load
+    # as a learner without rows; it refuses format 2 instead ("unsupported model state format 2")
+    model = RGDSVMClassifier(rebuild_every=40, window_size=100, coreset_size=50, seed=0)
+    for x, y in _stream(200):
+        model.learn_one(x, y)
+    doc = json.loads(json.dumps(encode_state(model)))
+    assert doc["format"] == 2
+    with monkeypatch.context() as m:  # what a robustream before the table wrote: the rows in place
+        m.setattr(RGDSVMClassifier, "__getstate__", RGDSVMClassifier._plain_state)
+        old = json.loads(json.dumps({**encode_state(model), "format": 1}))
+    assert "DenseRow" in json.dumps(old) and "DenseRow" not in json.dumps(doc)
+    for copy in (decode_state(doc), decode_state(old)):
+        assert [(dict(r), s) for r, s in copy._buffer.rows()] == [(dict(r), s) for r, s in model._buffer.rows()]
+        assert copy.predict_proba_one(x) == model.predict_proba_one(x)
+    for bad in (3, True, 2.0, None):
+        with pytest.raises(StateError, match="unsupported model state format"):
+            decode_state({**doc, "format": bad})
+
+
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_log_format_json_writes_one_object_per_line(fmt, capsys):
     import logging

@@ -32,7 +32,10 @@ import numpy as np
 
 from ..validation import finite_floats
 
-STATE_FORMAT = 1
+# 2: robustream's River learners write their buffered rows as one table (RebuildingLinearClassifier.__getstate__);
+# a robustream that reads only 1 would load such a learner without its rows, so it refuses 2 instead
+STATE_FORMAT = 2
+READABLE_STATE_FORMATS = (1, 2)
 
 # Whole module trees whose classes and functions may be rebuilt.
 ALLOWED_PREFIXES = ("river.", "robustream.")
@@ -336,7 +339,7 @@ def _set_state(obj: Any, state: Any) -> None:
 
 def decode_state(doc: dict) -> Any:
     """Rebuild the model written by :func:`encode_state`; raises :class:`StateError`."""
-    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") not in READABLE_STATE_FORMATS or type(doc["format"]) is not int:
         raise StateError(f"unsupported model state format {doc.get('format') if isinstance(doc, dict) else doc!r}")
     try:
         return _Decoder().value(doc["root"])
