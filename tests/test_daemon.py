@@ -966,7 +966,7 @@ def test_save_model_keeps_a_whole_pipeline_scaler_included(tmp_path):
     (tmp_path / "other.json").write_text('{"format": "something-else"}')
     with pytest.raises(persist.CorruptModelError, match="not a robustream-model-state file"):
         load_model(tmp_path / "other.json")
-    path.write_text(path.read_text().replace('"format":1', '"format":2', 1))
+    path.write_text(path.read_text().replace('"format":2', '"format":1', 1))  # the state's format, in the payload
     with pytest.raises(persist.CorruptModelError, match="checksum mismatch"):
         load_model(path)
 
