@@ -137,12 +137,12 @@ class _Encoder:
         self.names: dict[int, tuple[str, str]] = {}
 
     def name(self, obj: Any) -> tuple[str, str]:
-        """:func:`_global_name`, once per object (kept alive by ``keepalive`` while the walk runs)."""
+        """:func:`_global_name`, once per object (every object named is an object the walk reached, or
+        part of a reduce value it keeps, so ``keepalive`` holds it and its id stays its own)."""
         key = id(obj)
         found = self.names.get(key)
         if found is None:
             found = self.names[key] = _global_name(obj)
-            self.keepalive.append(obj)
         return found
 
     def ref(self, obj: Any) -> Any:
