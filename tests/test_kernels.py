@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from robustream.kernels import dot as D
 from robustream.kernels import gilbert as G
 from robustream.kernels import jl
 from robustream.kernels import rgd_tree as T
@@ -393,3 +394,45 @@ def test_gilbert_does_not_claim_convergence_when_its_steps_underflow(kernel):
     coef0 = np.full(20, 0.1)
     coef, n_iter, converged = getattr(G, kernel)(X, sign, coef0, 1e-3, 5000)
     assert not converged
+
+
+def _dot_cases(seed: int, n_cases: int):
+    """Weight and value arrays where a plain float sum goes wrong: wide exponents, cancellation,
+    half-way ties across partials, signed zeros, and products or partial sums beyond floats."""
+    rng = np.random.default_rng(seed)
+    for case in range(n_cases):
+        n = int(rng.integers(0, 50))
+        kind = case % 5
+        w, v = rng.normal(size=n), rng.normal(size=n)
+        if kind == 1:
+            w = w * 10.0 ** rng.integers(-300, 300, n)
+        elif kind == 2:  # every term twice, once negated, plus sum([1e-16, 1, 1e16]): the half-even fix
+            w, v = np.concatenate([w, -w, [1e-16, 1.0, 1e16]]), np.concatenate([v, v, [1.0, 1.0, 1.0]])
+            order = rng.permutation(w.size)
+            w, v = w[order], v[order]
+        elif kind == 3:
+            w = rng.integers(-3, 4, n) * 2.0 ** rng.integers(-60, 60, n)
+            v = rng.choice([0.5, 1.0, -0.0, 3.0], n)
+        elif kind == 4 and n:  # beyond floats: an infinite product, a NaN, or a partial sum that overflows
+            w[0] = [np.inf, np.nan, 1e308][case % 3]
+            v[0] = abs(v[0]) + 2.0
+        yield w, v
+
+
+def test_exact_dot_matches_fsum_reference_bit_for_bit():
+    for w, v in _dot_cases(seed=0, n_cases=3000):
+        got, want = D.exact_dot(w, v), D.exact_dot_reference(w, v)
+        assert (np.isnan(got) and np.isnan(want)) or (got == want and np.signbit(got) == np.signbit(want)), (w, v)
+
+
+def test_exact_dot_is_exact_where_a_plain_sum_is_not():
+    w = np.array([1e16, 1.0, -1e16, 1e-16])
+    assert D.exact_dot(w, np.ones(4)) == 1.0 + 1e-16 != float(np.sum(w))  # np.sum loses the 1.0
+    assert np.isnan(D.exact_dot(np.array([1e308, 1e308]), np.ones(2)))  # overflow: the caller's exact path
+
+
+def test_all_finite_nonzero_matches_reference():
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        values = rng.choice([1.5, -2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324], size=int(rng.integers(0, 6)))
+        assert D.all_finite_nonzero(values) == D.all_finite_nonzero_reference(values), values

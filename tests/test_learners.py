@@ -790,6 +790,66 @@ def test_a_dot_product_beyond_floats_does_not_depend_on_the_feature_order():
     assert sparse_dot({"a": 100.0, "b": 100.0}, {"a": 1e308, "b": 1e308}) == float("inf")  # truly beyond
 
 
+def test_aligned_weights_give_sparse_dot_bit_for_bit_whatever_the_rows():
+    from robustream.coreset import DenseRow
+    from robustream.learners.base import AlignedWeights, sparse_dot
+
+    rng = np.random.default_rng(5)
+    keys = [f"f{j}" for j in range(12)]
+    weights = {k: float(v) * 10.0 ** int(e) for k, v, e in zip(keys[:9], rng.normal(size=9), rng.integers(-8, 8, 9))}
+    dots = AlignedWeights(weights)
+    index = {k: j for j, k in enumerate(keys)}
+    for i in range(400):
+        order = list(rng.permutation(keys)) if i % 3 else keys  # the key order changes, or repeats
+        values = rng.normal(size=len(order)) * 10.0 ** rng.integers(-6, 6, len(order))
+        x = dict(zip(order, values.tolist()))
+        if i % 7 == 0:
+            x[order[0]] = int(rng.integers(-5, 5))  # ints and NumPy scalars are numbers too
+            x[order[1]] = np.float64(values[1])
+        if i % 11 == 0:
+            x[order[2]] = 1e308  # a product or partial sum beyond floats: sparse_dot's exact path
+        rows = [x, {k: x[k] for k in order[: 1 + i % len(order)]}]  # all features, or some
+        if i % 5 == 0:
+            rows.append(DenseRow(keys, index, np.array([float(x[k]) for k in keys])))
+        for row in rows:
+            got, want = dots.dot(row), sparse_dot(weights, row)
+            assert got == want or (math.isnan(got) and math.isnan(want)), (row, got, want)
+    # float32 values are read as the float64 they are (math with a Python float stays in float32 under NumPy 2)
+    x = {k: np.float32(v) for k, v in zip(keys, rng.normal(size=len(keys)))}
+    assert dots.dot(x) == sparse_dot(weights, {k: float(v) for k, v in x.items()}) != sparse_dot(weights, x)
+    for bad in ({"f0": "1.5"}, {"f0": None}, {"f0": [1.0], "f1": 2.0}):
+        with pytest.raises(TypeError):  # refused as sparse_dot refuses them (decision_one names the feature)
+            dots.dot(bad)
+
+
+def test_warm_start_predictions_follow_the_weights_it_changes_in_place():
+    from robustream.learners.base import sparse_dot
+
+    rng = np.random.default_rng(2)
+    model = RGDSVMClassifier(rebuild_every=100, window_size=100, coreset_size=20)
+    for i in range(150):  # the passive-aggressive warm start, then a rebuild, then its model
+        y = bool(rng.random() < 0.5)
+        x = {f"f{j}": float(v) + (0.5 if y else -0.5) for j, v in enumerate(rng.normal(size=4))}
+        assert model.decision_one(x) == sparse_dot(model.weights, x) + model.intercept_
+        model.learn_one(x, y)
+    assert model.n_rebuilds_ == 1
+
+
+def test_a_zero_dimensional_array_is_read_as_its_number_in_dense_and_sparse_rows():
+    # NumPy reads np.array(1.5) as 1.5 (and predicting always took it): learning takes it whether the
+    # row is read as one array (a dense stream's row) or value by value
+    rows = [({"a": 1.0, "b": 2.0}, True), ({"a": -1.0, "b": -2.0}, False)] * 3
+    for x in ({"a": np.array(0.5), "b": 2.0}, {"a": np.array(0.5)}):
+        model, twin = RGDSVMClassifier(rebuild_every=4), RGDSVMClassifier(rebuild_every=4)
+        for row, y in rows:
+            model.learn_one(row, y), twin.learn_one(row, y)
+        model.learn_one(x, True), twin.learn_one({k: float(v) for k, v in x.items()}, True)
+        assert model.weights == twin.weights and model.n_rebuilds_ == 1
+        assert [dict(r) for r, _ in model._buffer.window] == [dict(r) for r, _ in twin._buffer.window]
+    with pytest.raises(ValueError, match=re.escape("feature 'a': array([0.5]) is not a number")):
+        model.learn_one({"a": np.array([0.5]), "b": 1.0}, True)
+
+
 def test_a_feature_value_that_is_not_a_number_is_named_when_learning_and_predicting():
     model = RGDSVMClassifier()
     model.learn_one({"a": 1.0}, True)

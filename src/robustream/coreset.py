@@ -20,7 +20,7 @@ from typing import Hashable, Iterable
 import numpy as np
 import scipy.sparse as sp
 
-from .validation import finite_floats
+from .kernels.dot import all_finite_nonzero
 
 Row = Mapping  # feature key -> float: a dict, or a DenseRow
 
@@ -149,7 +149,7 @@ class RowBuffer:
     def dense_row(self, x: dict, keys: list) -> DenseRow | None:
         """The :class:`DenseRow` :meth:`append` would store for the row of the values of ``x`` (keys
         ``keys``, in canonical order), when it holds every feature of the last :meth:`matrix`, as
-        finite non-zero floats; None otherwise (the caller then validates ``x`` value by value).
+        finite non-zero real numbers; None otherwise (the caller then validates ``x`` value by value).
         The fast path of a dense stream: one C call reads the values in the features' order.
 
         >>> buffer = RowBuffer(window_size=4, coreset_size=2)
@@ -160,15 +160,18 @@ class RowBuffer:
         """
         if len(x) != len(self._features) or not self._check_keys(keys) or self._values_of is None:
             return None
-        values = self._values_of(x)
-        if not (finite_floats(values) and all(values)):
+        try:  # float64 when every value is a real number (not text, None, a sequence, an int beyond floats)
+            values = np.array(self._values_of(x))
+        except ValueError:  # sequences of different lengths
             return None
-        return DenseRow(self._features, self._index, np.fromiter(values, np.float64, len(values)))
+        if values.dtype != np.float64 or values.ndim != 1 or not all_finite_nonzero(values):
+            return None
+        return DenseRow(self._features, self._index, values)
 
     def append(self, row: Row, sign: float, keys: list) -> None:
         """Append ``(row, sign)`` to the window; ``keys``: the key order the row was built in.
 
-        A row holding every feature of the last :meth:`matrix` as finite non-zero floats (a
+        A row holding every feature of the last :meth:`matrix` as finite non-zero numbers (a
         :meth:`dense_row` already, or a dict it converts) is stored as a :class:`DenseRow` and enters
         the matrix cache now, while its values are still in the CPU cache: converting dict rows at
         the rebuild, scattered in memory by then, cost several times as much
@@ -193,7 +196,7 @@ class RowBuffer:
         """
         cache, index = self._columns, self._index
         features, full = self._features, self._full
-        entries = [cache.get(id(item)) for item in rows]
+        entries = list(map(cache.get, map(id, rows)))
         for i, (e, item) in enumerate(zip(entries, rows)):
             if e is None or e[0] is not item:  # not cached (or another row's id): a dense row of these
                 x = item[0]  # features (a coreset row that left the window) is read as it is
@@ -250,19 +253,17 @@ class RowBuffer:
         """
         support = np.flatnonzero(convex_coef > 0)
         support = support[np.argsort(-convex_coef[support], kind="stable")][: self.coreset_size]
-        chosen = set(support.tolist())
-        free = self.coreset_size - len(chosen)
-        n_low = int(round(low_margin_share * free))
+        chosen = np.zeros(len(rows), dtype=bool)
+        chosen[support] = True
+        n_low = int(round(low_margin_share * (self.coreset_size - support.size)))
         candidates = np.flatnonzero(inlier)
-        for i in candidates[np.argsort(margins[candidates], kind="stable")]:
-            if len(chosen) >= len(support) + n_low:
-                break
-            chosen.add(int(i))
-        rest = np.setdiff1d(candidates, np.fromiter(chosen, dtype=np.int64, count=len(chosen)))
-        take = min(self.coreset_size - len(chosen), rest.size)
+        by_margin = candidates[np.argsort(margins[candidates], kind="stable")]
+        chosen[by_margin[~chosen[by_margin]][:n_low]] = True
+        rest = candidates[~chosen[candidates]]  # increasing, as the sample below expects
+        take = min(self.coreset_size - int(chosen.sum()), rest.size)
         if take > 0:
-            chosen.update(np.random.default_rng(seed).choice(rest, take, replace=False).tolist())
-        self.coreset = [rows[i] for i in sorted(chosen)]
+            chosen[np.random.default_rng(seed).choice(rest, take, replace=False)] = True
+        self.coreset = [rows[i] for i in np.flatnonzero(chosen).tolist()]
 
 
 def _columns_of(items: list[tuple[Row, float]], features: list, index: dict, full: np.ndarray) -> list[tuple]:

@@ -88,9 +88,14 @@ def non_number_message(x: dict) -> str:
 
 def _first_non_number(x: dict) -> str | None:
     for k, v in x.items():
-        if not isinstance(v, (numbers.Real, np.number, np.bool_)):  # not text, bytes or Decimal
+        if not (isinstance(v, (numbers.Real, np.number, np.bool_)) or _real_scalar_array(v)):  # not text, bytes, Decimal
             return f"feature {k!r}: {v!r} is not a number"
     return None
+
+
+def _real_scalar_array(v) -> bool:
+    """A 0-d NumPy array of a real number (``np.array(1.5)``): read as its number, as NumPy reads it."""
+    return isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "biuf"
 
 
 _PLAIN_NUMBERS = frozenset([float, int, bool])

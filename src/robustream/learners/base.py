@@ -22,7 +22,8 @@ from river import base
 
 from .. import persist
 from ..blas import single_threaded_blas
-from ..coreset import RowBuffer, key_order, pack_rows, unpack_rows
+from ..coreset import DenseRow, RowBuffer, key_order, pack_rows, unpack_rows
+from ..kernels.dot import exact_dot
 from ..solver import NEGLIGIBLE_W2, negligible_direction, row_offset
 from ..validation import check_length, is_integer, is_real, non_number_message, numeric_row, refuse_values_beyond
 from .rebuild_worker import WorkerUnavailable, solve_worker
@@ -61,6 +62,55 @@ def sparse_dot(weights: dict, x: dict) -> float:
         return down / _DOWN
     except (OverflowError, ValueError):  # weights as huge as the values: sorted, so order-free
         return sum(sorted(map(operator.mul, map(weights.get, x.keys(), repeat(0.0)), x.values())))
+
+
+class AlignedWeights:
+    """Exact dot products of one weight dict with rows, read from an array of the weights aligned to
+    the rows' key order: :func:`sparse_dot`'s result, bit for bit (it is exactly rounded, so unique),
+    at array speed for the rows of a stream that repeats its key order. A
+    :class:`~robustream.coreset.DenseRow` is read as its array; a dict of numbers is read once into a
+    float64 array, as learning reads them (NumPy float32 values too, which :func:`sparse_dot` would
+    multiply in float32); anything else (and a product or sum beyond floats) goes to :func:`sparse_dot`.
+
+    The weights must not change in place while this is in use (it reads a copy of them).
+
+    >>> dots = AlignedWeights({"a": 0.5, "b": -2.0})
+    >>> dots.dot({"a": 4.0, "b": 1.5, "c": 7.0}), dots.dot({"b": 1.5, "a": 4.0, "c": 7.0}), dots.dot({"a": 1e308})
+    (-1.0, -1.0, 5e+307)
+    """
+
+    __slots__ = ("weights", "_row_keys", "_row_weights", "_dict_keys", "_dict_weights")
+
+    def __init__(self, weights: dict):
+        self.weights = weights
+        self._row_keys: list | None = None  # the DenseRow key list _row_weights is aligned to (by identity)
+        self._row_weights = np.zeros(0)
+        self._dict_keys: tuple | None = None  # the dict key order _dict_weights is aligned to
+        self._dict_weights = np.zeros(0)
+
+    def _aligned(self, keys) -> np.ndarray:
+        get = self.weights.get
+        return np.array([get(k, 0.0) for k in keys], dtype=np.float64)
+
+    def dot(self, x: dict) -> float:
+        if type(x) is DenseRow:
+            if x._keys is not self._row_keys:
+                self._row_keys, self._row_weights = x._keys, self._aligned(x._keys)
+            z = exact_dot(self._row_weights, x._values)
+        elif type(x) is dict:
+            keys = tuple(x)
+            if keys != self._dict_keys:
+                self._dict_keys, self._dict_weights = keys, self._aligned(keys)
+            try:  # the dtype tells whether every value is a real number
+                values = np.array(list(x.values()))
+            except ValueError:  # sequences of different lengths
+                values = None
+            if values is None or values.dtype.kind not in "biuf" or values.ndim != 1:  # text, None, ...:
+                return sparse_dot(self.weights, x)  # sparse_dot refuses them
+            z = exact_dot(self._dict_weights, values.astype(np.float64, copy=False))
+        else:
+            return sparse_dot(self.weights, x)
+        return z if z == z else sparse_dot(self.weights, x)  # NaN: a value or product beyond floats
 
 
 def label_sign(y: Any, learner: str) -> float:
@@ -220,6 +270,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     # the largest |value| a row may have to be learned: a solve that refuses larger values would fail
     # on every rebuild while the row is buffered (about a window), so such a row is refused up front
     _LARGEST_VALUE = math.inf
+    _CACHES: tuple[str, ...] = ("_dots",)  # attributes that are caches, not state (copies and states leave them out)
 
     def _init_state(self) -> None:
         """Validate the buffer parameters every learner has, then start from an empty model."""
@@ -278,13 +329,20 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def decision_one(self, x: dict) -> float:
         """``w . x + b`` in O(non-zero features); ValueError naming a feature that is not a finite number."""
         try:
-            z = sparse_dot(self.weights, x) + self.intercept_
+            z = self._weight_dots().dot(x) + self.intercept_
         except (TypeError, OverflowError):  # a value that is not a number, or an int beyond floats
             numeric_row(x, x)  # raises, naming the feature
             raise ValueError(non_number_message(x)) from None
         if not math.isfinite(z):  # a NaN or infinite feature value (learning rejects those rows too); a
             numeric_row(x, x)  # product of finite values beyond floats passes this check and stays +-inf
         return z
+
+    def _weight_dots(self) -> AlignedWeights:
+        """The :class:`AlignedWeights` of ``self.weights`` (a cache: not part of the state)."""
+        dots = self.__dict__.get("_dots")
+        if dots is None or dots.weights is not self.weights:
+            dots = self._dots = AlignedWeights(self.weights)
+        return dots
 
     def predict_proba_one(self, x: dict) -> dict[bool, float]:
         p = _sigmoid(self._proba_slope * self.decision_one(x) / self._margin_unit)
@@ -375,6 +433,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             step = min(C, loss / norm2) * sign
             for k, v in row.items():
                 self.weights[k] = self.weights.get(k, 0.0) + step * v
+            self._dots = None  # the weights changed in place
             self.intercept_ += step
 
     def rebuild(self) -> bool:
@@ -411,7 +470,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         context = self._fit_context(n_pos, signs.size - n_pos, matrix)
         if self._support:  # the last solution's convex coefficients: where this solve's polish starts
             weight = {id(item): w for item, w in self._support}
-            context["polish_start"] = np.array([weight.get(id(item), 0.0) for item in rows])
+            context["polish_start"] = np.fromiter(map(weight.get, map(id, rows), repeat(0.0)), np.float64, len(rows))
         return {"rows": rows, "signs": signs, "context": context, "seed": self.seed + self.n_rebuilds_,
                 "matrix": matrix}
 
@@ -553,7 +612,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             margins = signs * (np.asarray(X @ coef).ravel() + intercept) / self._margin_unit
             self._proba_slope = _fit_slope(margins)
         self._buffer.refresh_coreset(snapshot["rows"], row_weight, margins, ~outlier_mask, seed=snapshot["seed"])
-        self._support = [(item, float(w)) for item, w in zip(snapshot["rows"], row_weight) if w > 0.0]
+        rows, support = snapshot["rows"], np.flatnonzero(row_weight > 0.0)
+        self._support = [(rows[i], w) for i, w in zip(support.tolist(), row_weight[support].tolist())]
         self._after_fit(context)
         self.n_rebuilds_ += 1
         return True
@@ -582,6 +642,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         """The attributes a copy takes, rows as they are (shared between the buffer, the last solution
         and a pending rebuild's snapshot)."""
         state = self.__dict__.copy()
+        for name in self._CACHES:
+            state.pop(name, None)
         if self._pending is not None:  # a copy recomputes the running rebuild from its snapshot
             state["_pending"] = {k: v for k, v in self._pending.items() if k not in ("future", "pid", "matrix")}
         return state

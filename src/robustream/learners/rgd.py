@@ -36,10 +36,10 @@ from .base import (
     _FP_POLICY,
     DRIFT_THRESHOLD,
     RebuildingLinearClassifier,
+    AlignedWeights,
     _decode_row,
     _encode_row,
     is_integer,
-    sparse_dot,
 )
 
 # fraction used by the first "auto" rebuild, before any candidate has been scored (the fixed default)
@@ -205,6 +205,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     """
 
     _LARGEST_VALUE = VALUE_RANGE[1]
+    _CACHES = RebuildingLinearClassifier._CACHES + ("_candidate_dots",)  # "auto": the candidates' AlignedWeights
 
     def __init__(
         self,
@@ -265,8 +266,13 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         current = AUTO_RATES.index(self.outlier_fraction_) if self.outlier_fraction_ in AUTO_RATES else -1
         if self._rows_on_side >= 0:
             self._rows_on_side += 1
-        for i, (w, b) in enumerate(self._candidates):
-            says = sparse_dot(w, row) + b > 0.0
+        dots = self.__dict__.get("_candidate_dots")
+        if dots is None or len(dots) != len(self._candidates) or any(
+            d.weights is not w for d, (w, _) in zip(dots, self._candidates)
+        ):
+            dots = self._candidate_dots = [AlignedWeights(w) for w, _ in self._candidates]
+        for i, (dot, (_, b)) in enumerate(zip(dots, self._candidates)):
+            says = dot.dot(row) + b > 0.0
             self._candidate_errors[i] = forget * self._candidate_errors[i] + (1.0 - forget) * (says != positive)
             if i == 0:  # rate 0 (AUTO_RATES[0]): rows labelled and called per class, for calls_each_class
                 calls = self._zero_calls
