@@ -75,39 +75,40 @@ class AlignedWeights:
     The weights must not change in place while this is in use (it reads a copy of them).
 
     >>> dots = AlignedWeights({"a": 0.5, "b": -2.0})
-    >>> dots.dot({"a": 4.0, "b": 1.5, "c": 7.0}), dots.dot({"b": 1.5, "a": 4.0, "c": 7.0}), dots.dot({"a": 1e308})
-    (-1.0, -1.0, 5e+307)
+    >>> dots.dot({"a": 4.0, "b": 1.5, "c": 7.0}), dots.dot({"b": 1.5, "a": 4.0, "c": 7.0})
+    (-1.0, -1.0)
     """
 
-    __slots__ = ("weights", "_row_keys", "_row_weights", "_dict_keys", "_dict_weights")
+    __slots__ = ("weights", "_for_rows", "_for_dicts")
 
     def __init__(self, weights: dict):
         self.weights = weights
-        self._row_keys: list | None = None  # the DenseRow key list _row_weights is aligned to (by identity)
-        self._row_weights = np.zeros(0)
-        self._dict_keys: tuple | None = None  # the dict key order _dict_weights is aligned to
-        self._dict_weights = np.zeros(0)
+        # (key order, weights in that order), each read and replaced as one object: a DenseRow key list
+        # (compared by identity) and a dict's key tuple (compared by value)
+        self._for_rows: tuple = (None, np.zeros(0))
+        self._for_dicts: tuple = (None, np.zeros(0))
 
-    def _aligned(self, keys) -> np.ndarray:
+    def _aligned(self, keys) -> tuple:
         get = self.weights.get
-        return np.array([get(k, 0.0) for k in keys], dtype=np.float64)
+        return keys, np.array([get(k, 0.0) for k in keys], dtype=np.float64)
 
     def dot(self, x: dict) -> float:
         if type(x) is DenseRow:
-            if x._keys is not self._row_keys:
-                self._row_keys, self._row_weights = x._keys, self._aligned(x._keys)
-            z = exact_dot(self._row_weights, x._values)
+            keys, weights = self._for_rows
+            if x._keys is not keys:
+                keys, weights = self._for_rows = self._aligned(x._keys)
+            z = exact_dot(weights, x._values)
         elif type(x) is dict:
-            keys = tuple(x)
-            if keys != self._dict_keys:
-                self._dict_keys, self._dict_weights = keys, self._aligned(keys)
+            keys, weights = self._for_dicts
+            if tuple(x) != keys:
+                keys, weights = self._for_dicts = self._aligned(tuple(x))
             try:  # the dtype tells whether every value is a real number
                 values = np.array(list(x.values()))
             except ValueError:  # sequences of different lengths
                 values = None
             if values is None or values.dtype.kind not in "biuf" or values.ndim != 1:  # text, None, ...:
                 return sparse_dot(self.weights, x)  # sparse_dot refuses them
-            z = exact_dot(self._dict_weights, values.astype(np.float64, copy=False))
+            z = exact_dot(weights, values.astype(np.float64, copy=False))
         else:
             return sparse_dot(self.weights, x)
         return z if z == z else sparse_dot(self.weights, x)  # NaN: a value or product beyond floats

@@ -193,6 +193,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         ``"negative"`` or ``"positive"`` (the observed class holding them).
     weights, intercept_, margin_width_, outlier_rate_, n_rebuilds_, n_drifts_
         Model, slab width and share of the last rebuild's rows discarded, rebuild count, drifts found.
+        Read-only: predictions read a copy of ``weights`` that is renewed when the learner replaces them.
 
     Examples
     --------
