@@ -121,6 +121,23 @@ def test_save_load_round_trip_and_corruption_is_detected(tmp_path):
         RGDSVMClassifier.load(path)
 
 
+def test_saving_names_a_feature_key_a_model_file_cannot_hold_and_takes_subclasses_of_str(tmp_path):
+    class Name(str):
+        pass
+
+    rows = [({"a": 1.0 + i % 3, Name("b"): -1.0}, True) if i % 2 else ({"a": -1.0 - i % 3, Name("b"): 1.0}, False)
+            for i in range(12)]  # fmt: skip
+    model = RGDSVMClassifier(rebuild_every=6, window_size=12, coreset_size=4)
+    for x, y in rows:  # dense rows: the buffer holds them as arrays
+        model.learn_one(x, y)
+    model.save(tmp_path / "m.json")
+    assert RGDSVMClassifier.load(tmp_path / "m.json").predict_proba_one(rows[0][0]) == model.predict_proba_one(rows[0][0])
+    for x, y in rows[:4]:
+        model.learn_one({**x, ("c", 1): 0.5}, y)
+    with pytest.raises(TypeError, match=re.escape("feature key ('c', 1) of type tuple cannot be saved")):
+        model.save(tmp_path / "m.json")
+
+
 def test_model_files_with_a_wrong_version_type_no_payload_or_deep_nesting_are_corrupt(tmp_path):
     path = tmp_path / "m.json"
     persist.dump({"w": [0.5, 1.0]}, path)

@@ -884,13 +884,17 @@ def _dict_rows(X):
         yield {k: v for k, v in row.items() if not (v is None or v is pd.NA or (isinstance(v, float) and v != v))}
 
 
+_SAVED_KEY_TYPES = frozenset([str, int, float, bool])
+
+
 def _encode_row(row: dict) -> list:
-    out = []
-    for k, v in row.items():
-        if not isinstance(k, (str, int, float, bool)) or isinstance(k, np.generic):
-            raise TypeError(f"feature key {k!r} of type {type(k).__name__} cannot be saved (use str or int keys)")
-        out.append([k, float(v)])
-    return out
+    """``row`` as ``[key, value]`` pairs for a model file; TypeError naming a key JSON cannot hold."""
+    keys, values = (row._keys, row._values.tolist()) if type(row) is DenseRow else (list(row), row.values())
+    if not _SAVED_KEY_TYPES.issuperset(map(type, keys)):  # subclasses of these (not NumPy's) pass below
+        for k in keys:
+            if not isinstance(k, (str, int, float, bool)) or isinstance(k, np.generic):
+                raise TypeError(f"feature key {k!r} of type {type(k).__name__} cannot be saved (use str or int keys)")
+    return list(map(list, zip(keys, map(float, values))))
 
 
 def _decode_row(pairs: list) -> dict:
