@@ -161,9 +161,10 @@ def test_model_files_refuse_non_finite_numbers_and_get_the_usual_permissions(tmp
         os.umask(old_umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644  # as open(path, "w") would give, not mkstemp's 0o600
     # a damaged digit that reads as infinity, or NaN/Infinity constants: a corrupt file, not a model
-    for damaged in (path.read_text().replace("0.5", "0.5e999"), path.read_text().replace("0.5", "NaN")):
+    for damaged, reason in ((path.read_text().replace("0.5", "0.5e999"), r"payload\['w'\]\[0\] is beyond floats"),
+                            (path.read_text().replace("0.5", "NaN"), "NaN is not a JSON number")):
         path.write_text(damaged)
-        with pytest.raises(persist.CorruptModelError, match="not a robustream-model file"):
+        with pytest.raises(persist.CorruptModelError, match=r"not a robustream-model file \(" + reason):
             persist.load(path)
     with pytest.raises(ValueError, match=r"cannot save payload\['w'\]\[1\]"):
         persist.dump({"w": [0.5, float("nan")]}, tmp_path / "n.json")

@@ -143,7 +143,7 @@ def _sync_directory(directory: Path) -> None:
 def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     """Read and verify a file written by :func:`dump`; raises :class:`CorruptModelError`."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant, parse_float=_finite_float)
+        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
         raise CorruptModelError(f"{path}: not a {format_name} file ({exc})") from None
     except RecursionError:  # nesting deeper than the parser's recursion limit: dump never writes that
@@ -159,17 +159,15 @@ def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     if not isinstance(doc.get("payload"), dict) or not isinstance(doc.get("sha256"), str):
         raise CorruptModelError(f"{path}: not a {format_name} file (payload or sha256 field missing or not "
                                 "of its type)")
-    if hashlib.sha256(_canonical(doc["payload"])).hexdigest() != doc["sha256"]:
+    try:  # the checksum's text; dump never writes a number beyond floats, which JSON text cannot hold
+        body = _canonical(doc["payload"])
+    except ValueError:  # a damaged digit (1e999) read as infinity
+        where = _non_finite_at(doc["payload"])
+        raise CorruptModelError(f"{path}: not a {format_name} file ({where or 'a number'} is beyond floats)") from None
+    if hashlib.sha256(body).hexdigest() != doc["sha256"]:
         raise CorruptModelError(f"{path}: checksum mismatch (the file is corrupt or was edited)")
     return doc["payload"]
 
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")  # dump never writes NaN or Infinity
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # e.g. 1e999: a damaged digit
-        raise ValueError(f"number {text} is out of range")
-    return value
