@@ -35,8 +35,8 @@ from ..solver import (
 from .base import (
     _FP_POLICY,
     DRIFT_THRESHOLD,
-    RebuildingLinearClassifier,
     AlignedWeights,
+    RebuildingLinearClassifier,
     _decode_row,
     _encode_row,
     is_integer,
