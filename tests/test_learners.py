@@ -1,6 +1,7 @@
 """River learners: River's own conformance suite, one pytest case per (estimator, check), plus
 determinism, bounded memory, persistence and robustness to flipped labels."""
 
+import base64
 import copy
 import json
 import math
@@ -138,12 +139,79 @@ def test_saving_names_a_feature_key_a_model_file_cannot_hold_and_takes_subclasse
         model.save(tmp_path / "m.json")
 
 
+def _fixture_stream(n, seed):
+    """The stream tests/data/rgd_model_v1.json learned from (4 features; every 7th row lacks f3)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=4)
+    for i in range(n):
+        x = rng.normal(size=4)
+        row = {f"f{j}": float(v) for j, v in enumerate(x)}
+        if i % 7 == 3:
+            del row["f3"]
+        yield row, bool((x @ w > 0) ^ (rng.random() < 0.15))
+
+
+def _buffered(model):
+    rows = lambda items: [(dict(x), s) for x, s in items]  # noqa: E731
+    pending = None if model._pending is None else (rows(model._pending["rows"]), model._pending["due"])
+    buffered = {id(item) for item in [*model._buffer.window, *model._buffer.coreset]}  # (a file keeps only these)
+    support = [(dict(item[0]), item[1], w) for item, w in model._support if id(item) in buffered]
+    return rows(model._buffer.window), rows(model._buffer.coreset), support, pending
+
+
+def test_model_files_of_version_1_still_load_and_continue_as_the_model_that_wrote_them(tmp_path):
+    # written by robustream 9a74eef (version 1: every row as [key, value] pairs) after the first 155 rows of
+    # _fixture_stream: "auto", a background rebuild pending, dense rows and rows lacking a feature
+    path = os.path.join(os.path.dirname(__file__), "data", "rgd_model_v1.json")
+    assert json.loads(open(path).read())["version"] == 1
+    params = {"outlier_fraction": "auto", "rebuild_every": 30, "rebuild_lag": 10, "window_size": 60,
+              "coreset_size": 20, "seed": 3}  # fmt: skip
+    rows = list(_fixture_stream(400, seed=11))
+    twin = RGDSVMClassifier(**params)
+    for x, y in rows[:155]:
+        twin.learn_one(x, y)
+    loaded = RGDSVMClassifier.load(path)
+    loaded.save(tmp_path / "v2.json")  # and again in version 2: one table, dense rows as base64 blocks
+    text = (tmp_path / "v2.json").read_text()
+    assert '"version":2' in text and '"f0",' not in text.split('"rows"')[1].split('"since_rebuild"')[0]
+    again = RGDSVMClassifier.load(tmp_path / "v2.json")
+    assert _buffered(loaded) == _buffered(again) == _buffered(twin) and twin._pending is not None
+    for x, y in rows[155:]:
+        assert loaded.predict_proba_one(x) == again.predict_proba_one(x) == twin.predict_proba_one(x)
+        for model in (twin, loaded, again):
+            model.learn_one(x, y)
+    assert loaded.weights == again.weights == twin.weights and loaded.n_rebuilds_ == twin.n_rebuilds_ > 8
+
+
+def test_a_damaged_table_of_rows_is_a_corrupt_model_file(tmp_path):
+    model = RGDSVMClassifier(rebuild_every=30, window_size=60, coreset_size=20)
+    for x, y in _fixture_stream(100, seed=1):
+        model.learn_one(x, y)
+    path = tmp_path / "m.json"
+    model.save(path)
+    payload = persist.load(path)
+    block = payload["state"]["rows"]["dense"][0]
+    for damage, reason in ((lambda: block.update(values=block["values"][:-8]), "wrong size"),
+                           (lambda: block.update(values=base64.b64encode(b"\0" * 8 * len(block["at"]) * 4).decode()),
+                            "zero or not finite"),
+                           (lambda: block.update(at=block["at"][1:]), "wrong size"),
+                           (lambda: payload["state"]["rows"]["signs"].__setitem__(0, 0.5), "sign")):  # fmt: skip
+        saved = copy.deepcopy(payload)
+        damage()
+        persist.dump(payload, path)  # checksummed again: only the reader of the table can tell
+        with pytest.raises(persist.CorruptModelError, match=reason):
+            RGDSVMClassifier.load(path)
+        payload = saved
+        block = payload["state"]["rows"]["dense"][0]
+
+
 def test_model_files_with_a_wrong_version_type_no_payload_or_deep_nesting_are_corrupt(tmp_path):
     path = tmp_path / "m.json"
     persist.dump({"w": [0.5, 1.0]}, path)
     text = path.read_text()
-    for damaged, reason in ((text.replace('"version":1', '"version":true'), "version True"),
-                            (text.replace('"version":1', '"version":1.0'), "version 1.0"),
+    assert '"version":2' in text  # model files are written in version 2
+    for damaged, reason in ((text.replace('"version":2', '"version":true'), "version True"),
+                            (text.replace('"version":2', '"version":2.0'), "version 2.0"),
                             ('{"format":"robustream-model","sha256":"00","version":1}', "payload or sha256"),
                             ('{"format":"robustream-model","payload":' + "[" * 100_000 + "]" * 100_000
                              + ',"sha256":"00","version":1}', "nested too deeply")):  # fmt: skip
@@ -1268,9 +1336,9 @@ def test_load_model_says_what_is_wrong_with_a_learners_own_file(tmp_path):
     path = tmp_path / "model.json"
     RGDSVMClassifier().save(path)
     text = path.read_text()
-    path.write_text(text.replace('"version":1', '"version":2'))
-    with pytest.raises(persist.UnsupportedVersionError, match="written in version 2 of the robustream-model format, "
-                                                              "by a later robustream; this one reads version 1"):
+    path.write_text(text.replace('"version":2', '"version":3'))
+    with pytest.raises(persist.UnsupportedVersionError, match="written in version 3 of the robustream-model format, "
+                                                              "by a later robustream; this one reads versions 1, 2"):
         load_model(path)  # "not a robustream-model-state file" before
     path.write_text(text.replace('"n_rebuilds":0', '"n_rebuilds":1'))
     with pytest.raises(persist.CorruptModelError, match="checksum mismatch"):

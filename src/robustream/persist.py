@@ -1,6 +1,6 @@
 """Versioned, checksummed model files (JSON; no pickle is ever loaded from disk).
 
-Layout: ``{"format": "robustream-model", "version": 1, "sha256": <hex of payload>, "payload": {...}}``
+Layout: ``{"format": "robustream-model", "version": 2, "sha256": <hex of payload>, "payload": {...}}``
 where the checksum covers the canonical JSON text of the payload (sorted keys, no spaces). Floats
 round-trip exactly (JSON numbers are written with ``repr``). Writes are atomic: temp file + rename.
 
@@ -22,7 +22,16 @@ from typing import Any
 import numpy as np
 
 FORMAT = "robustream-model"
-VERSION = 1
+VERSION = 1  # the version of every format not in FORMAT_VERSIONS
+# a format whose payload changed: (the version written, the versions read). Model files are version 2
+# since their buffered rows are one table with base64 float blocks; an older robustream refuses them
+# by their version (UnsupportedVersionError) instead of misreading the rows.
+FORMAT_VERSIONS: dict[str, tuple[int, tuple[int, ...]]] = {FORMAT: (2, (1, 2))}
+
+
+def format_version(format_name: str) -> int:
+    """The version :func:`dump` writes files of ``format_name`` in."""
+    return FORMAT_VERSIONS.get(format_name, (VERSION, (VERSION,)))[0]
 
 
 class CorruptModelError(ValueError):
@@ -92,7 +101,7 @@ def dump(payload: dict, path: str | os.PathLike, format_name: str = FORMAT) -> N
     # = _canonical(doc), around the payload text already written (json.dump would encode it again,
     # in pure Python: ~10x slower than json.dumps)
     doc = b'{"format":%s,"payload":%s,"sha256":"%s","version":%d}' % (
-        _canonical(format_name), body, hashlib.sha256(body).hexdigest().encode("ascii"), VERSION
+        _canonical(format_name), body, hashlib.sha256(body).hexdigest().encode("ascii"), format_version(format_name)
     )
     if not os.fspath(path):  # Path("") is ".", a folder: "is a folder" would be a puzzle
         raise ValueError("the file name is empty")
@@ -151,11 +160,13 @@ def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     if not isinstance(doc, dict) or doc.get("format") != format_name:
         raise WrongFormatError(f"{path}: not a {format_name} file (format field missing or wrong)")
     version = doc.get("version")
-    if type(version) is int and version > VERSION:
+    readable = FORMAT_VERSIONS.get(format_name, (VERSION, (VERSION,)))[1]
+    said = f"version {readable[0]}" if len(readable) == 1 else f"versions {', '.join(map(str, readable))}"
+    if type(version) is int and version > max(readable):
         raise UnsupportedVersionError(f"{path}: written in version {version} of the {format_name} format, by a "
-                                      f"later robustream; this one reads version {VERSION}")
-    if type(version) is not int or version != VERSION:  # not true or 1.0, which compare equal to 1
-        raise CorruptModelError(f"{path}: unsupported model file version {version!r} (expected {VERSION})")
+                                      f"later robustream; this one reads {said}")
+    if type(version) is not int or version not in readable:  # not true or 1.0, which compare equal to 1
+        raise CorruptModelError(f"{path}: unsupported model file version {version!r} (expected {said})")
     if not isinstance(doc.get("payload"), dict) or not isinstance(doc.get("sha256"), str):
         raise CorruptModelError(f"{path}: not a {format_name} file (payload or sha256 field missing or not "
                                 "of its type)")

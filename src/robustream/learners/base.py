@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import inspect
@@ -13,7 +14,7 @@ import sys
 import warnings
 from collections import deque
 from itertools import islice, repeat
-from typing import TYPE_CHECKING, Any, Hashable
+from typing import TYPE_CHECKING, Any, Hashable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
@@ -736,10 +737,29 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         return model
 
     def _state(self) -> dict:
-        enc = _encode_row
-        where = self._buffer_positions()
+        """What :meth:`save` writes: the buffered rows once, as one table (:func:`_encode_rows`), and
+        the window, coreset, last solution and pending snapshot as positions in it."""
+        items: list = []
+        position: dict[int, int] = {}
+
+        def at(item) -> int:
+            found = position.get(id(item))
+            if found is None:
+                found = position[id(item)] = len(items)
+                items.append(item)
+            return found
+
+        window = [at(item) for item in self._buffer.window]
+        coreset = [at(item) for item in self._buffer.coreset]
+        # support rows that left the buffer can never be in a snapshot again
+        support = [[position[id(item)], w] for item, w in self._support if id(item) in position]
+        pending = None
+        if self._pending is not None:  # a loaded model recomputes the running rebuild from its snapshot
+            pending = {"rows": [at(item) for item in self._pending["rows"]], "due": self._pending["due"],
+                       "seed": self._pending["seed"],
+                       "context": {k: _encode_value(v) for k, v in self._pending["context"].items()}}  # fmt: skip
         return {
-            "weights": enc(self.weights),
+            "weights": _encode_row(self.weights),
             "intercept": self.intercept_,
             "margin_width": self.margin_width_,
             "outlier_rate": self.outlier_rate_,
@@ -749,30 +769,12 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             "proba_slope": self._proba_slope,
             "since_rebuild": self._since_rebuild,
             "drift": [getattr(self, name) for name in DRIFT_STATE],
-            "window": [[enc(x), s] for x, s in self._buffer.window],
-            # a coreset row that is also in the window is stored as its window position
-            "coreset": [
-                where[id(item)] if where[id(item)][0] == "window" else [enc(item[0]), item[1]]
-                for item in self._buffer.coreset
-            ],
-            "pending": None if self._pending is None else self._encode_pending(where),
-            # support rows that left the buffer can never be in a snapshot again
-            "support": [[*where[id(item)], w] for item, w in self._support if id(item) in where],
+            "rows": _encode_rows(items),
+            "window": window,
+            "coreset": coreset,
+            "pending": pending,
+            "support": support,
         }
-
-    def _buffer_positions(self) -> dict[int, list]:
-        """``id(row) -> ["window", i] | ["coreset", j]`` for every buffered row (window first)."""
-        where = {id(item): ["coreset", j] for j, item in enumerate(self._buffer.coreset)}
-        where.update({id(item): ["window", i] for i, item in enumerate(self._buffer.window)})
-        return where
-
-    def _encode_pending(self, where: dict) -> dict:
-        """The running rebuild as its snapshot (rows by buffer position where they are still buffered);
-        a loaded model recomputes it."""
-        # rows that left the buffer since the snapshot are written out
-        rows = [where.get(id(item)) or [_encode_row(item[0]), item[1]] for item in self._pending["rows"]]
-        context = {k: _encode_value(v) for k, v in self._pending["context"].items()}
-        return {"rows": rows, "due": self._pending["due"], "seed": self._pending["seed"], "context": context}
 
     def _set_state(self, st: dict) -> None:
         dec = _decode_row
@@ -787,6 +789,20 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._since_rebuild = st["since_rebuild"]
         # files written before the drift test have none
         self.__dict__.update(zip(DRIFT_STATE, st.get("drift", [0] * len(DRIFT_STATE))))
+        if "rows" in st:  # version 2: one table of rows, positions in it
+            items = _decode_rows(st["rows"])
+            self._buffer.window.extend(items[i] for i in st["window"])
+            self._buffer.coreset = [items[i] for i in st["coreset"]]
+            self._support = [(items[i], w) for i, w in st["support"]]
+            pending = st["pending"]
+            if pending is not None:
+                rows = [items[i] for i in pending["rows"]]
+                self._pending = {
+                    "rows": rows, "signs": np.array([s for _, s in rows]), "due": pending["due"],
+                    "seed": pending["seed"], "context": {k: _decode_value(v) for k, v in pending["context"].items()},
+                }  # fmt: skip
+            return
+        # version 1: rows written out in the window, positions ["window", i] elsewhere
         window = [(dec(x), s) for x, s in st["window"]]
         self._buffer.window.extend(window)
         self._buffer.coreset = [window[b] if a == "window" else (dec(a), b) for a, b in st["coreset"]]
@@ -887,14 +903,57 @@ def _dict_rows(X):
 _SAVED_KEY_TYPES = frozenset([str, int, float, bool])
 
 
-def _encode_row(row: dict) -> list:
-    """``row`` as ``[key, value]`` pairs for a model file; TypeError naming a key JSON cannot hold."""
-    keys, values = (row._keys, row._values.tolist()) if type(row) is DenseRow else (list(row), row.values())
+def _check_saved_keys(keys: Iterable) -> None:
+    """TypeError naming the first feature key a model file (JSON) cannot hold."""
     if not _SAVED_KEY_TYPES.issuperset(map(type, keys)):  # subclasses of these (not NumPy's) pass below
         for k in keys:
             if not isinstance(k, (str, int, float, bool)) or isinstance(k, np.generic):
                 raise TypeError(f"feature key {k!r} of type {type(k).__name__} cannot be saved (use str or int keys)")
+
+
+def _encode_row(row: dict) -> list:
+    """``row`` as ``[key, value]`` pairs for a model file; TypeError naming a key JSON cannot hold."""
+    keys, values = (row._keys, row._values.tolist()) if type(row) is DenseRow else (list(row), row.values())
+    _check_saved_keys(keys)
     return list(map(list, zip(keys, map(float, values))))
+
+
+def _encode_rows(items: list) -> dict:
+    """``(row, sign)`` pairs as a model file holds them: :func:`~robustream.coreset.pack_rows`'s table,
+    each block of dense rows as its key list and its values as little-endian float64 in base64 (JSON
+    text of 100,000 floats cost 0.2 s to write and as much to read), other rows as pairs."""
+    table = pack_rows(items)
+    dense = []
+    for keys, _, at, values in table["dense"]:
+        _check_saved_keys(keys)
+        dense.append({"keys": list(keys), "at": at.tolist(),
+                      "values": base64.b64encode(values.astype("<f8").tobytes()).decode("ascii")})  # fmt: skip
+    return {"signs": table["signs"].tolist(), "dense": dense,
+            "other": [[i, _encode_row(row)] for i, row in table["other"]]}  # fmt: skip
+
+
+def _decode_rows(table: dict) -> list:
+    """The ``(row, sign)`` pairs of :func:`_encode_rows`; ValueError on a table that is not one."""
+    signs = [float(s) for s in table["signs"]]
+    if not all(s in (1.0, -1.0) for s in signs):
+        raise ValueError("a row's label sign is not +1 or -1")
+    rows: list = [None] * len(signs)
+    for block in table["dense"]:
+        keys, at = list(block["keys"]), [int(i) for i in block["at"]]
+        raw = base64.b64decode(block["values"], validate=True)
+        if len(raw) != 8 * len(at) * len(keys):
+            raise ValueError("a block of dense rows has the wrong size")
+        values = np.frombuffer(raw, dtype="<f8").astype(np.float64)
+        if not (np.isfinite(values).all() and values.all()):
+            raise ValueError("a block of dense rows holds a value that is zero or not finite")
+        index = {k: j for j, k in enumerate(keys)}
+        for i, row_values in zip(at, values.reshape(len(at), len(keys))):
+            rows[i] = DenseRow(keys, index, row_values.copy())
+    for i, pairs in table["other"]:
+        rows[i] = _decode_row(pairs)
+    if any(row is None for row in rows):
+        raise ValueError("the table of rows has a gap")
+    return list(zip(rows, signs))
 
 
 def _decode_row(pairs: list) -> dict:
