@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections import deque
 from itertools import islice, repeat
-from typing import TYPE_CHECKING, Any, Hashable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
@@ -659,15 +659,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         takes 7 and 12 ms as one table; ``benchmarks/daemon_throughput.py`` reports the checkpoints)."""
         state = self._plain_state()
         buffer, pending = self._buffer, state["_pending"]
-        items: list = []
-        position: dict[int, int] = {}
-
-        def at(item) -> int:
-            found = position.get(id(item))
-            if found is None:
-                found = position[id(item)] = len(items)
-                items.append(item)
-            return found
+        items, _, at = _row_positions()
 
         rows = {
             "window": [at(item) for item in buffer.window],
@@ -739,15 +731,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _state(self) -> dict:
         """What :meth:`save` writes: the buffered rows once, as one table (:func:`_encode_rows`), and
         the window, coreset, last solution and pending snapshot as positions in it."""
-        items: list = []
-        position: dict[int, int] = {}
-
-        def at(item) -> int:
-            found = position.get(id(item))
-            if found is None:
-                found = position[id(item)] = len(items)
-                items.append(item)
-            return found
+        items, position, at = _row_positions()
 
         window = [at(item) for item in self._buffer.window]
         coreset = [at(item) for item in self._buffer.coreset]
@@ -818,6 +802,22 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
 
 _FP_POLICY = {"all": "ignore"}  # non-finite results are caught by the checks on the solution
+
+
+def _row_positions() -> tuple[list, dict[int, int], Callable[[Any], int]]:
+    """``(items, position, at)``: ``at(item)`` gives the item's position in ``items`` (by identity),
+    appending it the first time; ``position`` maps ``id(item)`` to it. How a state lists shared rows once."""
+    items: list = []
+    position: dict[int, int] = {}
+
+    def at(item) -> int:
+        found = position.get(id(item))
+        if found is None:
+            found = position[id(item)] = len(items)
+            items.append(item)
+        return found
+
+    return items, position, at
 
 
 def _start_worker() -> None:
