@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections import deque
 from itertools import islice, repeat
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable
+from typing import TYPE_CHECKING, Any, Hashable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
@@ -659,14 +659,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         takes 7 and 12 ms as one table; ``benchmarks/daemon_throughput.py`` reports the checkpoints)."""
         state = self._plain_state()
         buffer, pending = self._buffer, state["_pending"]
-        items, _, at = _row_positions()
-
-        rows = {
-            "window": [at(item) for item in buffer.window],
-            "coreset": [at(item) for item in buffer.coreset],
-            "support": [[at(item), w] for item, w in self._support],
-            "pending": None if pending is None else [at(item) for item in pending["rows"]],
-        }
+        items, rows = self._rows_by_position()
         rows["table"] = pack_rows(items)
         shell = copy.copy(buffer)  # the buffer's settings; its rows are in the table
         shell.window, shell.coreset = deque(maxlen=buffer.window.maxlen), []
@@ -684,12 +677,39 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         rows = state.pop(_PACKED_ROWS, None)  # None: written before the rows were packed, or a plain state
         self.__dict__.update(state)
         if rows is not None:
-            items = unpack_rows(rows["table"])
-            self._buffer.window.extend(items[i] for i in rows["window"])
-            self._buffer.coreset = [items[i] for i in rows["coreset"]]
-            self._support = [(items[i], w) for i, w in rows["support"]]
-            if rows["pending"] is not None:
-                self._pending = {**self._pending, "rows": [items[i] for i in rows["pending"]]}
+            pending_rows = self._place_rows(unpack_rows(rows["table"]), rows)
+            if pending_rows is not None:
+                self._pending = {**self._pending, "rows": pending_rows}
+
+    def _rows_by_position(self) -> tuple[list, dict]:
+        """``(items, where)``: every buffered row once (by identity), and the window, coreset, last
+        solution (``[position, coefficient]``) and pending snapshot (None without one) as positions in
+        ``items``: how a state writes rows that several of them share. :meth:`_place_rows` reads it."""
+        items: list = []
+        position: dict[int, int] = {}
+
+        def at(item) -> int:
+            found = position.get(id(item))
+            if found is None:
+                found = position[id(item)] = len(items)
+                items.append(item)
+            return found
+
+        where = {
+            "window": [at(item) for item in self._buffer.window],
+            "coreset": [at(item) for item in self._buffer.coreset],
+            "support": [[at(item), w] for item, w in self._support],
+            "pending": None if self._pending is None else [at(item) for item in self._pending["rows"]],
+        }
+        return items, where
+
+    def _place_rows(self, items: list, where: dict) -> list | None:
+        """Put the rows of :meth:`_rows_by_position` back in the window, coreset and last solution;
+        return the pending snapshot's rows (None without one)."""
+        self._buffer.window.extend(items[i] for i in where["window"])
+        self._buffer.coreset = [items[i] for i in where["coreset"]]
+        self._support = [(items[i], w) for i, w in where["support"]]
+        return None if where["pending"] is None else [items[i] for i in where["pending"]]
 
     # -- mini-batch API ------------------------------------------------------------------------
     def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
@@ -731,17 +751,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
     def _state(self) -> dict:
         """What :meth:`save` writes: the buffered rows once, as one table (:func:`_encode_rows`), and
         the window, coreset, last solution and pending snapshot as positions in it."""
-        items, position, at = _row_positions()
-
-        window = [at(item) for item in self._buffer.window]
-        coreset = [at(item) for item in self._buffer.coreset]
-        # support rows that left the buffer can never be in a snapshot again
-        support = [[position[id(item)], w] for item, w in self._support if id(item) in position]
-        pending = None
-        if self._pending is not None:  # a loaded model recomputes the running rebuild from its snapshot
-            pending = {"rows": [at(item) for item in self._pending["rows"]], "due": self._pending["due"],
-                       "seed": self._pending["seed"],
-                       "context": {k: _encode_value(v) for k, v in self._pending["context"].items()}}  # fmt: skip
+        items, where = self._rows_by_position()
+        if where["pending"] is not None:  # a loaded model recomputes the running rebuild from its snapshot
+            where["pending"] = {"rows": where["pending"], "due": self._pending["due"], "seed": self._pending["seed"],
+                                "context": {k: _encode_value(v) for k, v in self._pending["context"].items()}}
         return {
             "weights": _encode_row(self.weights),
             "intercept": self.intercept_,
@@ -754,10 +767,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
             "since_rebuild": self._since_rebuild,
             "drift": [getattr(self, name) for name in DRIFT_STATE],
             "rows": _encode_rows(items),
-            "window": window,
-            "coreset": coreset,
-            "pending": pending,
-            "support": support,
+            **where,
         }
 
     def _set_state(self, st: dict) -> None:
@@ -774,13 +784,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         # files written before the drift test have none
         self.__dict__.update(zip(DRIFT_STATE, st.get("drift", [0] * len(DRIFT_STATE))))
         if "rows" in st:  # version 2: one table of rows, positions in it
-            items = _decode_rows(st["rows"])
-            self._buffer.window.extend(items[i] for i in st["window"])
-            self._buffer.coreset = [items[i] for i in st["coreset"]]
-            self._support = [(items[i], w) for i, w in st["support"]]
             pending = st["pending"]
+            where = {**st, "pending": None if pending is None else pending["rows"]}
+            rows = self._place_rows(_decode_rows(st["rows"]), where)
             if pending is not None:
-                rows = [items[i] for i in pending["rows"]]
                 self._pending = {
                     "rows": rows, "signs": np.array([s for _, s in rows]), "due": pending["due"],
                     "seed": pending["seed"], "context": {k: _decode_value(v) for k, v in pending["context"].items()},
@@ -802,22 +809,6 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
 
 _FP_POLICY = {"all": "ignore"}  # non-finite results are caught by the checks on the solution
-
-
-def _row_positions() -> tuple[list, dict[int, int], Callable[[Any], int]]:
-    """``(items, position, at)``: ``at(item)`` gives the item's position in ``items`` (by identity),
-    appending it the first time; ``position`` maps ``id(item)`` to it. How a state lists shared rows once."""
-    items: list = []
-    position: dict[int, int] = {}
-
-    def at(item) -> int:
-        found = position.get(id(item))
-        if found is None:
-            found = position[id(item)] = len(items)
-            items.append(item)
-        return found
-
-    return items, position, at
 
 
 def _start_worker() -> None:
@@ -937,23 +928,21 @@ def _decode_rows(table: dict) -> list:
     signs = [float(s) for s in table["signs"]]
     if not all(s in (1.0, -1.0) for s in signs):
         raise ValueError("a row's label sign is not +1 or -1")
-    rows: list = [None] * len(signs)
+    dense = []
     for block in table["dense"]:
-        keys, at = list(block["keys"]), [int(i) for i in block["at"]]
+        keys, at = list(block["keys"]), np.array([int(i) for i in block["at"]], dtype=np.int64)
         raw = base64.b64decode(block["values"], validate=True)
-        if len(raw) != 8 * len(at) * len(keys):
+        if len(raw) != 8 * at.size * len(keys):
             raise ValueError("a block of dense rows has the wrong size")
-        values = np.frombuffer(raw, dtype="<f8").astype(np.float64)
+        values = np.frombuffer(raw, dtype="<f8").astype(np.float64).reshape(at.size, len(keys))
         if not (np.isfinite(values).all() and values.all()):
             raise ValueError("a block of dense rows holds a value that is zero or not finite")
-        index = {k: j for j, k in enumerate(keys)}
-        for i, row_values in zip(at, values.reshape(len(at), len(keys))):
-            rows[i] = DenseRow(keys, index, row_values.copy())
-    for i, pairs in table["other"]:
-        rows[i] = _decode_row(pairs)
-    if any(row is None for row in rows):
+        dense.append([keys, {k: j for j, k in enumerate(keys)}, at, values])
+    other = [[i, _decode_row(pairs)] for i, pairs in table["other"]]
+    items = unpack_rows({"signs": np.array(signs), "dense": dense, "other": other})
+    if any(row is None for row, _ in items):
         raise ValueError("the table of rows has a gap")
-    return list(zip(rows, signs))
+    return items
 
 
 def _decode_row(pairs: list) -> dict:
