@@ -508,11 +508,61 @@ def test_tree_sizes_beyond_memory_are_refused_naming_the_parameters():
     from robustream.kernels.rgd_tree import samples_per_node
 
     X, y = make_gaussian_classes(100, d=5, seed=0)
+    sign = np.where(y > 0, 1.0, -1.0)
     for params, named in (({"delta": 1e-3}, r"4,119,100 children per node, from delta=0.001 and mu=0.1"),
                           ({"delta": 1e-200}, r"from delta=1e-200"), ({"level_width": 10**6}, r"level_width=1000000,")):  # fmt: skip
         with pytest.raises(ValueError, match=named):
-            RGDSVC(**params).fit(X, y)
+            solve(X, sign, **params)
     with pytest.raises(ValueError, match=r"\(100,000,000 children per node; level_width=10, on 200 rows of 5 values\)"):
-        solve(X, np.where(y > 0, 1.0, -1.0), n_samples=10**8)
+        solve(X, sign, n_samples=10**8)
     assert samples_per_node(0.5, 0.1, 6) == 37 and samples_per_node(1e-200, 0.1, 6) == 2**62
     assert RGDSVC(delta=0.05).fit(X, y).score(X, y) > 0.9  # 1,813 children per node: allowed
+
+
+def test_trees_too_tall_to_finish_are_refused_at_once_by_every_entry_point():
+    # RGDSVC(tree_height=10**30) used to search level after level without end
+    import time
+
+    from robustream import RGDSVMClassifier
+    from robustream.kernels.rgd_tree import rgd_tree, samples_per_node, tree_nodes_per_round
+    from robustream.solver import TREE_NODES_PER_ROUND
+
+    X, y = make_gaussian_classes(100, d=5, seed=0)
+    sign = np.where(y > 0, 1.0, -1.0)
+    started = time.monotonic()
+    for make in (lambda: RGDSVC(tree_height=10**30).fit(X, y), lambda: RGDSVMClassifier(tree_height=10**30),
+                 lambda: solve(X, sign, tree_height=10**30)):  # fmt: skip
+        with pytest.raises(ValueError, match=r"tree_height=10{30} with level_width=10 and 643 children per node "
+                                             r"\(from delta=0.5, mu=0.1\) would evaluate 6,42\d,.* directions per "
+                                             r"boosting round, more than 1,000,000"):  # fmt: skip
+            make()
+    assert time.monotonic() - started < 60  # refused before any search (a generous bound on a busy machine)
+    with pytest.raises(ValueError, match=r"level_width=1000000 and 37 children per node"):
+        RGDSVC(level_width=10**6).fit(X, y)
+    with pytest.raises(ValueError, match=r"tree_height=3 with level_width=4 and 200,000 children per node would"):
+        solve(X, sign, tree_height=3, level_width=4, n_samples=2 * 10**5)
+    # the learners' short streams grow the batch search's tree (height 6, width 10) whatever they are given
+    with pytest.raises(ValueError, match=r"tree_height=6 with level_width=30000 "):
+        RGDSVMClassifier(tree_height=1, level_width=30000)
+    # the count is the tree's: the nodes a search evaluated never exceed it, and the largest allowed trees run
+    for height, width, n in ((1, 4, 5), (3, 4, 31), (4, 2, 7), (6, 10, 37)):
+        _, _, n_nodes, n_rounds = rgd_tree(X[y > 0], X[y <= 0], 5, 5, np.ones(5), tree_height=height,
+                                           level_width=width, n_samples=n, boosting_rounds=2, seed=1)  # fmt: skip
+        assert 1 < n_nodes <= 1 + n_rounds * tree_nodes_per_round(n, width, height)
+    n_at_limit = next(h for h in range(1, 10**5) if tree_nodes_per_round(samples_per_node(0.5, 0.1, h + 1), 10, h + 1)
+                      > TREE_NODES_PER_ROUND)  # fmt: skip
+    RGDSVC(tree_height=n_at_limit, max_iter=10)._check_params()  # the tallest allowed tree is accepted
+    with pytest.raises(ValueError, match="would evaluate"):
+        RGDSVC(tree_height=n_at_limit + 1)._check_params()
+
+
+def test_tree_nodes_per_round_counts_every_level_of_the_search():
+    from robustream.kernels.rgd_tree import tree_nodes_per_round
+
+    for n, width, height in itertools.product(range(1, 6), range(1, 12), range(0, 9)):
+        nodes, total = 1, 0
+        for _ in range(height):  # each level's nodes expand into n children; the widest keep `width` of them
+            total += nodes * n
+            nodes = min(width, nodes * n)
+        assert tree_nodes_per_round(n, width, height) == total
+    assert tree_nodes_per_round(37, 10, 10**30) == 37 + (10**30 - 1) * 370  # closed form, no loop over levels

@@ -27,6 +27,7 @@ from .solver import (
     calls_mostly_wrong,
     INTERCEPT_RULES,
     check_polish,
+    check_tree_size,
     clearly_fewer,
     discards_most_of_a_class,
     finds_its_discarded_class,
@@ -112,7 +113,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         sketch and more accurate), None never sketches; nor does an int at least the number of
         features (a sketch as wide as the rows saves nothing and only distorts them).
     tree_height, level_width, boosting_rounds : int, default=6, 10, 3
-        RGD-tree height h, nodes kept per level L, and re-rooting rounds.
+        RGD-tree height h, nodes kept per level L, and re-rooting rounds. A tree whose round would
+        evaluate more than ``robustream.solver.TREE_NODES_PER_ROUND`` (a million) children is refused.
     delta, mu : float, default=0.5, 0.1
         Candidate-set slack (1 + delta) and failure probability; children per node are
         ``(1 + 1/delta)^2 ln(h/mu + 1)``.
@@ -248,6 +250,7 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{name} must be in (0, 1), got {v!r}")
         if not (is_integer(self.max_iter) and self.max_iter >= 1):
             raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        check_tree_size(self.tree_height, self.level_width, delta=self.delta, mu=self.mu)
 
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, X: ArrayLike | sp.spmatrix, y: ArrayLike) -> RGDSVC:

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from .blas import single_threaded_blas
 from .kernels.gilbert import mdm_gram
-from .kernels.rgd_tree import rgd_tree, samples_per_node, tree_level_bytes
+from .kernels.rgd_tree import rgd_tree, samples_per_node, tree_level_bytes, tree_nodes_per_round
 from .kernels.selection import trimmed_widths
 from .rows import as_rows
 from .sketch import FULL_GRAM_ROWS, JLSketch
@@ -44,6 +44,11 @@ VALUE_RANGE = (1e-140, 1e140)  # largest |x| a solve accepts: squares and sums o
 CERTIFY_MIN_STEPS, CERTIFY_STEPS_PER_ROW = 20_000, 20  # certify_budget
 DENSE_TREE_BYTES = 2 << 30  # largest dense copy of sparse rows the tree makes without a sketch
 TREE_LEVEL_BYTES = 2 << 30  # largest level of children (and their projections) a tree may hold
+# most children one round of the RGD-tree may evaluate: about 15 s on 2,000 rows of 20 features here
+# (the learners' default evaluates 279, the batch default 1,887); past ~5,000 nodes the prototype
+# gained at most 0.8 points of accuracy
+TREE_NODES_PER_ROUND = 10**6
+TREE_DELTA, TREE_MU = 0.5, 0.1  # solve()'s sample size parameters: children per node from (delta, mu)
 GROSS_ROW_DISTANCE = 25.0  # a row this many median distances from its class mean is left out of the tree's root
 # w.w at most this times the largest squared norm of the rows w combines is rounding residue: no direction
 NEGLIGIBLE_W2 = 1e-20
@@ -65,6 +70,30 @@ class Solution:
     polish_iterations: int
     converged: bool  # the last polish reached tol and found hulls that do not intersect (info['direction_found'])
     info: dict = field(default_factory=dict)
+
+
+def check_tree_size(
+    tree_height: int, level_width: int, *, n_samples: int | None = None, delta: float = TREE_DELTA, mu: float = TREE_MU
+) -> None:
+    """ValueError when one round of the RGD-tree would evaluate more than ``TREE_NODES_PER_ROUND``
+    children: a tree that tall would not finish in any useful time. ``n_samples``: children per node,
+    by default :func:`samples_per_node` of ``delta``, ``mu`` and the height (as :func:`solve` does).
+
+    >>> check_tree_size(10**6, 10)
+    Traceback (most recent call last):
+    ...
+    ValueError: tree_height=1000000 with level_width=10 and 146 children per node (from delta=0.5, mu=0.1) would evaluate 1,459,998,686 directions per boosting round, more than 1,000,000; ...: lower tree_height (or level_width)
+    """
+    given = ""
+    if n_samples is None:
+        n_samples, given = samples_per_node(delta, mu, tree_height), f" (from delta={delta!r}, mu={mu!r})"
+    n_nodes = tree_nodes_per_round(n_samples, level_width, tree_height)
+    if n_nodes > TREE_NODES_PER_ROUND:
+        raise ValueError(
+            f"tree_height={tree_height} with level_width={level_width} and {n_samples:,} children per node{given} "
+            f"would evaluate {n_nodes:,} directions per boosting round, more than {TREE_NODES_PER_ROUND:,}; heights "
+            "beyond about 10 gained little in our measurements: lower tree_height (or level_width)"
+        )
 
 
 def check_polish(polish: str, nu: float) -> None:
@@ -734,8 +763,8 @@ def solve(
     tree_height: int = 6,
     level_width: int = 10,
     boosting_rounds: int = 3,
-    delta: float = 0.5,
-    mu: float = 0.1,
+    delta: float = TREE_DELTA,
+    mu: float = TREE_MU,
     n_samples: int | None = None,
     refit_rounds: int = 5,
     tree_rows: int | None = 2000,
@@ -879,6 +908,7 @@ def solve(
                 f"{given}; level_width={level_width}, on {ZP.shape[0] + ZQ.shape[0]} rows of {ZP.shape[1]} values); "
                 f"at most {TREE_LEVEL_BYTES / 2**30:g} GiB: raise delta or mu, or lower level_width or tree_rows"
             )
+        check_tree_size(tree_height, level_width, n_samples=n_samples if n_given else None, delta=delta, mu=mu)
     # one Gram matrix per space, shared by every polish and refit (O(n^2 d) once, not per round)
     grams: dict[str, np.ndarray] = {}
     if gram is not None:

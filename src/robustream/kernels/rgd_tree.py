@@ -171,6 +171,22 @@ def tree_level_bytes(n_samples: int, level_width: int, tree_height: int, dim: in
     return 8 * nodes * n_samples * (dim + n_rows)
 
 
+def tree_nodes_per_round(n_samples: int, level_width: int, tree_height: int) -> int:
+    """Most children one round of the search evaluates: each level's nodes (at most ``level_width``,
+    and near the root at most ``n_samples^depth``) expand into ``n_samples`` children each.
+
+    >>> tree_nodes_per_round(37, 10, 6)  # the batch defaults: 37 + 5 levels of 10 x 37
+    1887
+    """
+    nodes, total = 1, 0
+    for depth in range(tree_height):
+        total += nodes * n_samples
+        nodes = min(level_width, nodes * n_samples)
+        if nodes == level_width:  # every deeper level is as wide
+            return total + (tree_height - depth - 1) * level_width * n_samples
+    return total
+
+
 def evaluate_directions(
     directions: np.ndarray, P: np.ndarray, Q: np.ndarray, n_discard_pos: int, n_discard_neg: int, widths=trimmed_widths
 ):

@@ -19,6 +19,7 @@ from ..solver import (
     VALUE_RANGE,
     calls_each_class,
     check_polish,
+    check_tree_size,
     contradicts_one_side,
     discarded_class,
     discards_most_of_a_class,
@@ -511,6 +512,8 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             v = getattr(self, name)
             if not (is_integer(v) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        # the largest tree its solves grow: a short stream's is at least the batch search's
+        check_tree_size(max(self.tree_height, _COLD_TREE[0]), max(self.level_width, _COLD_TREE[1]))
         if self.sketch not in SKETCH_KINDS:
             raise ValueError(f"sketch must be one of {SKETCH_KINDS}, got {self.sketch!r}")
         sd = self.sketch_dim
