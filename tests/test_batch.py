@@ -542,8 +542,16 @@ def test_trees_too_tall_to_finish_are_refused_at_once_by_every_entry_point():
     with pytest.raises(ValueError, match=r"tree_height=3 with level_width=4 and 200,000 children per node would"):
         solve(X, sign, tree_height=3, level_width=4, n_samples=2 * 10**5)
     # the learners' short streams grow the batch search's tree (height 6, width 10) whatever they are given
-    with pytest.raises(ValueError, match=r"tree_height=6 with level_width=30000 "):
+    with pytest.raises(ValueError, match=r"^tree_height=1, level_width=30000: the first rebuilds \(at most 600 rows\) "
+                                         r"search at least the batch tree, so tree_height=6 with level_width=30000 .*: "
+                                         r"lower tree_height or level_width$"):  # fmt: skip
         RGDSVMClassifier(tree_height=1, level_width=30000)
+    with pytest.raises(ValueError, match=r"^tree_height=6 with .* \(from delta=0.01, mu=0.1\) .*or raise delta or mu$"):
+        RGDSVC(delta=0.01).fit(X, y)  # the children per node are what is too many
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"1 children per node would evaluate 1(,000){10} directions"):
+        solve(X, sign, n_samples=1, tree_height=10**30)  # one child per node: the levels never widen
+    assert time.monotonic() - started < 60
     # the count is the tree's: the nodes a search evaluated never exceed it, and the largest allowed trees run
     for height, width, n in ((1, 4, 5), (3, 4, 31), (4, 2, 7), (6, 10, 37)):
         _, _, n_nodes, n_rounds = rgd_tree(X[y > 0], X[y <= 0], 5, 5, np.ones(5), tree_height=height,
@@ -566,3 +574,4 @@ def test_tree_nodes_per_round_counts_every_level_of_the_search():
             nodes = min(width, nodes * n)
         assert tree_nodes_per_round(n, width, height) == total
     assert tree_nodes_per_round(37, 10, 10**30) == 37 + (10**30 - 1) * 370  # closed form, no loop over levels
+    assert tree_nodes_per_round(1, 10, 10**30) == 10**30 and tree_nodes_per_round(2, 10, 10**30) == 2 + 4 + 8 + 16 + (10**30 - 4) * 20

@@ -683,7 +683,7 @@ def test_gaussian_classes_flip_seed_and_validation():
     assert int((yf != y1).sum()) == round(0.1 * len(y1))
     X, y = make_gaussian_classes(7, d=3)
     assert X.shape == (14, 3)
-    for bad in ({"d": 1}, {"flip": 0.5}, {"n_per_class": (10, 5)}, {"separation": -1.0}):
+    for bad in ({"d": 1}, {"flip": 0.5}, {"n_per_class": (10, 5)}, {"separation": -1.0}, {"seed": -1}):
         (arg,) = bad
         with pytest.raises(ValueError, match=arg):
             make_gaussian_classes(**{"n_per_class": 10, **bad})

@@ -1330,6 +1330,22 @@ def test_saving_keeps_the_files_permissions_and_names_the_users_path(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["model.json"]
 
 
+def test_a_learners_load_names_the_reader_of_a_save_model_file(tmp_path):
+    from robustream import load_model, save_model
+
+    model = RGDSVMClassifier()
+    model.learn_one({"a": 1.0}, True)
+    save_model(model, tmp_path / "state.json")
+    with pytest.raises(persist.WrongFormatError, match=r"state.json: not a robustream-model file \(format field missing "
+                                                       r"or wrong: it is a robustream-model-state file, which "
+                                                       r"robustream.load_model reads\)$"):  # fmt: skip
+        RGDSVMClassifier.load(tmp_path / "state.json")
+    assert load_model(tmp_path / "state.json").predict_one({"a": 1.0}) == model.predict_one({"a": 1.0})
+    (tmp_path / "other.json").write_text('{"format": "something-else", "version": 1}')
+    with pytest.raises(persist.WrongFormatError, match=r"\(format field missing or wrong\)$"):
+        RGDSVMClassifier.load(tmp_path / "other.json")
+
+
 def test_load_model_says_what_is_wrong_with_a_learners_own_file(tmp_path):
     from robustream import load_model
 
@@ -1391,6 +1407,28 @@ def test_non_finite_features_are_refused_with_the_feature_named():
         with pytest.raises(ValueError, match="feature 'b' is not a finite number"):
             model.learn_one({"a": 1.0, "b": bad}, True)
     assert len(model._buffer) == 0  # nothing of the refused rows is kept
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
+def test_rows_that_are_not_dicts_are_refused_as_such_by_every_method(cls):
+    # a pandas row raised "'numpy.ndarray' object is not callable", a list "'list' object has no attribute 'values'"
+    import types
+
+    import pandas as pd
+
+    model = cls(**next(iter(cls._unit_test_params())))
+    for i in range(30):
+        model.learn_one({"a": float(i % 7) - 3.0, "b": 1.0}, i % 2 == 0)
+    before = pickle.dumps(model)
+    for x, hint in ((pd.Series({"a": 1.0, "b": 2.0}), "Series; a pandas row becomes one with row.to_dict()"),
+                    ([1.0, 2.0], "list"), (None, "NoneType"), ((("a", 1.0),), "tuple")):  # fmt: skip
+        for call in (lambda: model.learn_one(x, True), lambda: model.predict_one(x),
+                     lambda: model.predict_proba_one(x), lambda: model.outlier_score_one(x, True)):  # fmt: skip
+            with pytest.raises(TypeError, match=rf"^x must be a dict of feature -> value, got {re.escape(hint)}$"):
+                call()
+    assert pickle.dumps(model) == before  # nothing learned from them
+    if cls is not ORDIFilter:  # (River's LogisticRegression inside ORDI takes dicts only)
+        model.learn_one(types.MappingProxyType({"a": 1.0, "b": 1.0}), True)  # a mapping, not a dict: a row
 
 
 def test_rows_of_a_dense_stream_after_a_rebuild_are_checked_and_learned_as_any_row(monkeypatch):

@@ -134,6 +134,7 @@ def test_adversarial_noise_flips_the_positive_class(svm_file, tmp_path):
     assert code == 0
     result = json.loads((tmp_path / "replay.json").read_text())
     assert result["noise"] == "adversarial" and result["runs"][0]["n_flipped"] == 24 + 18
+    assert not any("plot" in note for note in result["notes"])  # --no-plots: no note on plots left out
 
 
 @pytest.mark.dataset
@@ -198,6 +199,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, svm_file, tmp_path, cap
     assert code == 2
     assert message in err
     assert err.startswith("robustream replay: error: ") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # a usage error leaves no output folder behind
     assert not re.search(r"DATASET (\S+)[:,] \1", err)  # a message that names the file names it once
     assert "Traceback" not in err
     assert not (tmp_path / "out" / "replay.json").exists()

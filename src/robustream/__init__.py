@@ -1,8 +1,10 @@
 """robustream: online linear classification that stays accurate when labels are wrong.
 
-Public API: :class:`RGDSVC` (scikit-learn batch estimator), :class:`RGDSVMClassifier` (River), :mod:`robustream.solver`,
-:class:`robustream.sketch.JLSketch`, :mod:`robustream.datasets`, :func:`save_model` / :func:`load_model` (any River
-model, pipelines included, as checksummed JSON).
+Public API: :class:`RGDSVC` (scikit-learn batch estimator); the River learners :class:`RGDSVMClassifier`,
+:class:`CoresetSVMClassifier`, :class:`RampSVMClassifier` and :class:`ORDIFilter`; :mod:`robustream.solver`,
+:class:`robustream.sketch.JLSketch`, :mod:`robustream.datasets`, :mod:`robustream.evaluate` (label-noise streams,
+prequential and holdout scores); :func:`save_model` / :func:`load_model` (River models, pipelines included, as
+checksummed JSON).
 """
 
 from __future__ import annotations

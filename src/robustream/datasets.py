@@ -1530,6 +1530,7 @@ def make_gaussian_classes(
         raise ValueError(f"d must be an integer >= 2 (the covariance needs max/min = 10), got {d!r}")
     d = int(d)
     flip = _check_flip(flip)
+    check_seed(seed, allow_none=True)
     if separation is None:
         separation = 2.0 * float(ndtri(0.99))
     separation = float(separation)

@@ -27,6 +27,9 @@ VERSION = 1  # the version of every format not in FORMAT_VERSIONS
 # since their buffered rows are one table with base64 float blocks; an older robustream refuses them
 # by their version (UnsupportedVersionError) instead of misreading the rows.
 FORMAT_VERSIONS: dict[str, tuple[int, tuple[int, ...]]] = {FORMAT: (2, (1, 2))}
+MODEL_STATE_FORMAT = "robustream-model-state"  # robustream.save_model's files (robustream.daemon.state)
+# what reads a file of each format, named when a file of one is given to the reader of another
+READERS = {FORMAT: "the learner class's load()", MODEL_STATE_FORMAT: "robustream.load_model"}
 
 
 def format_version(format_name: str) -> int:
@@ -158,7 +161,9 @@ def load(path: str | os.PathLike, format_name: str = FORMAT) -> dict:
     except RecursionError:  # nesting deeper than the parser's recursion limit: dump never writes that
         raise CorruptModelError(f"{path}: not a {format_name} file (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("format") != format_name:
-        raise WrongFormatError(f"{path}: not a {format_name} file (format field missing or wrong)")
+        found = doc.get("format") if isinstance(doc, dict) else None
+        hint = f": it is a {found} file, which {READERS[found]} reads" if found in READERS else ""
+        raise WrongFormatError(f"{path}: not a {format_name} file (format field missing or wrong{hint})")
     version = doc.get("version")
     readable = FORMAT_VERSIONS.get(format_name, (VERSION, (VERSION,)))[1]
     said = f"version {readable[0]}" if len(readable) == 1 else f"versions {', '.join(map(str, readable))}"

@@ -442,12 +442,6 @@ def _run(args: argparse.Namespace) -> int:
             plt = _pyplot()
         except ImportError:
             raise ReplayError(MATPLOTLIB_HINT) from None
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ReplayError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
-
     data = _load(args.dataset, label_column)  # a file without rows is refused by the loader
     if len(data.classes) < 2:
         raise ReplayError(f"DATASET {data.name}: every label is {data.classes[0]!r}; replay needs two classes or more")
@@ -460,6 +454,11 @@ def _run(args: argparse.Namespace) -> int:
     if n_stream_each < 4:
         limit = f" (--max-samples {max_samples})" if max_samples and max_samples < data.n_samples else ""
         raise ReplayError(f"DATASET {data.name}: only {n_used} rows{limit}, too few to replay")
+    out = Path(args.out)  # made once the inputs are known to be good (a usage error leaves no folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReplayError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
     progress = _Progress(n_stream_each * len(flips) * n_seeds, args.quiet)
     runs: list[RunResult] = []
     try:
@@ -500,9 +499,9 @@ def _run(args: argparse.Namespace) -> int:
     if not has_state:
         notes.append(f"{type(learner).__name__} does not expose {', '.join(STATE_ATTRIBUTES)}: no per-rebuild "
                      "outlier rate / margin width recorded, rebuilds plot omitted")  # fmt: skip
-    elif not rebuilt:
+    elif not rebuilt and plt is not None:
         notes.append("rebuilds plot omitted (no rebuild)")
-    if len(flips) == 1:
+    if len(flips) == 1 and plt is not None:
         notes.append("one flip rate: error-vs-flip plot omitted (give --flip several times)")
     result = {
         "command": _command(args),

@@ -73,26 +73,31 @@ class Solution:
 
 
 def check_tree_size(
-    tree_height: int, level_width: int, *, n_samples: int | None = None, delta: float = TREE_DELTA, mu: float = TREE_MU
+    tree_height: int, level_width: int, *, n_samples: int | None = None, delta: float = TREE_DELTA,
+    mu: float = TREE_MU, searched: str = "", remedy: str | None = None,
 ) -> None:
     """ValueError when one round of the RGD-tree would evaluate more than ``TREE_NODES_PER_ROUND``
     children: a tree that tall would not finish in any useful time. ``n_samples``: children per node,
-    by default :func:`samples_per_node` of ``delta``, ``mu`` and the height (as :func:`solve` does).
+    by default :func:`samples_per_node` of ``delta``, ``mu`` and the height (as :func:`solve` does);
+    ``searched``: why the tree searched differs from the parameters given, if it does; ``remedy``:
+    what to change instead of the parameters of :func:`solve`.
 
     >>> check_tree_size(10**6, 10)
     Traceback (most recent call last):
     ...
-    ValueError: tree_height=1000000 with level_width=10 and 146 children per node (from delta=0.5, mu=0.1) would evaluate 1,459,998,686 directions per boosting round, more than 1,000,000; ...: lower tree_height (or level_width)
+    ValueError: tree_height=1000000 with level_width=10 and 146 children per node (from delta=0.5, mu=0.1) would evaluate 1,459,998,686 directions per boosting round, more than 1,000,000; ...: lower tree_height or level_width, or raise delta or mu
     """
     given = ""
     if n_samples is None:
         n_samples, given = samples_per_node(delta, mu, tree_height), f" (from delta={delta!r}, mu={mu!r})"
+    if remedy is None:
+        remedy = "lower tree_height or level_width" + (", or raise delta or mu" if given else "")
     n_nodes = tree_nodes_per_round(n_samples, level_width, tree_height)
     if n_nodes > TREE_NODES_PER_ROUND:
         raise ValueError(
-            f"tree_height={tree_height} with level_width={level_width} and {n_samples:,} children per node{given} "
-            f"would evaluate {n_nodes:,} directions per boosting round, more than {TREE_NODES_PER_ROUND:,}; heights "
-            "beyond about 10 gained little in our measurements: lower tree_height (or level_width)"
+            f"{searched}tree_height={tree_height} with level_width={level_width} and {n_samples:,} children per node"
+            f"{given} would evaluate {n_nodes:,} directions per boosting round, more than {TREE_NODES_PER_ROUND:,}; "
+            f"heights beyond about 10 gained little in our measurements: {remedy}"
         )
 
 

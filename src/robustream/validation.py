@@ -16,6 +16,7 @@ import math
 import numbers
 import sys
 import warnings
+from collections.abc import Mapping
 from typing import Any, Hashable, Iterable
 
 import numpy as np
@@ -79,6 +80,19 @@ def finite_floats(values: Iterable) -> bool:
     (True, False, False)
     """
     return _FLOAT_ONLY.issuperset(map(type, values)) and math.isfinite(sum(values))
+
+
+def check_features(x: Any) -> None:
+    """TypeError unless ``x`` is a mapping of feature -> value (a dict, as River passes rows).
+
+    >>> check_features([1.0, 2.0])
+    Traceback (most recent call last):
+    ...
+    TypeError: x must be a dict of feature -> value, got list
+    """
+    if not isinstance(x, Mapping):
+        hint = "; a pandas row becomes one with row.to_dict()" if hasattr(x, "to_dict") else ""
+        raise TypeError(f"x must be a dict of feature -> value, got {type(x).__name__}{hint}")
 
 
 def non_number_message(x: dict) -> str:

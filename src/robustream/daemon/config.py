@@ -130,6 +130,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("The whole service on this machine, no Kafka needed: start an embedded Kafka-compatible "
+                          "broker (tansu) on a free loopback port, replay a data set with flipped labels into it, "
+                          "serve it with the daemon, and show live prequential accuracy against the clean labels, "
+                          "outlier rate and margin width; then shut everything down.")
     parser.add_argument("--dataset", default="mushrooms",
                         help="shared data set name or path, or 'synthetic' (default: mushrooms, 6000 shuffled rows)")
     parser.add_argument("--flip", type=float, default=0.15, help="share of flipped labels (default: 0.15)")

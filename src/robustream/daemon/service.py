@@ -265,6 +265,8 @@ class Daemon:
             # request or the metrics stay responsive while the brokers are unreachable
             if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG:
                 settings.setdefault("bootstrap_timeout_ms", 5000)
+        # the learner and its parameters first: a usage error leaves nothing on disk (no folder, no lock)
+        fresh_model = self._checked_new_model()
         try:
             self.store = CheckpointStore(cfg.checkpoint_dir, cfg.checkpoint_keep, exclusive=True)
             with tempfile.TemporaryFile(dir=cfg.checkpoint_dir):  # writable: found now, not at the first checkpoint
@@ -296,7 +298,7 @@ class Daemon:
             self._lag_labels: set[str] = set()  # partitions with a consumer-lag gauge
             self._commit_error: KafkaError | None = None
             self._refusals = _RateLimitedLog(log, REPEAT_SECONDS)  # a topic refusing everything: one line a minute
-            self.model, self.checkpoint_offsets = self._restore()
+            self.model, self.checkpoint_offsets = self._restore(fresh_model)
             self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
             self._pending: list[_Output] = []  # sends not yet confirmed
             self._producer_failed = False  # to be replaced once its records in flight are settled
@@ -327,7 +329,8 @@ class Daemon:
     def _new_model(self) -> Any:
         return make_learner(self.cfg.learner, self.cfg.learner_params, multiclass=not self.labels.binary)
 
-    def _restore(self) -> tuple[Any, dict[tuple[str, int], int]]:
+    def _restore(self, fresh_model: Any) -> tuple[Any, dict[tuple[str, int], int]]:
+        """The newest readable checkpoint's model and offsets, else ``fresh_model`` and none."""
         def corrupt(path, reason):
             self.metrics.checkpoint_fallbacks.inc()
             self._fell_back = True
@@ -337,7 +340,7 @@ class Daemon:
         except CheckpointUnreadable as exc:
             raise ValueError(f"--checkpoint-dir {self.cfg.checkpoint_dir}: {exc}") from None
         if ckpt is None:
-            model = self._checked_new_model()
+            model = fresh_model
             log.info("no checkpoint in %s: starting a new %s model", self.cfg.checkpoint_dir, self.cfg.learner)
             return model, {}
         made_by = {k: ckpt.meta.get(k) for k in ("learner", "params", "labels")}

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..persist import MODEL_STATE_FORMAT
 from ..validation import finite_floats
 
 # 2: robustream's River learners write their buffered rows as one table (RebuildingLinearClassifier.__getstate__);
@@ -350,7 +351,6 @@ def decode_state(doc: dict) -> Any:
         raise StateError(f"malformed model state ({type(exc).__name__}: {exc})") from None
 
 
-MODEL_STATE_FORMAT = "robustream-model-state"
 
 
 def save_model(model: Any, path: str | os.PathLike) -> None:

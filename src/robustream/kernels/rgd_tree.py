@@ -166,7 +166,7 @@ def tree_level_bytes(n_samples: int, level_width: int, tree_height: int, dim: in
     nodes = 1
     for _ in range(max(tree_height - 1, 0)):  # the parents of the deepest level
         nodes = min(level_width, nodes * n_samples)
-        if nodes == level_width:
+        if nodes == level_width or n_samples <= 1:  # as wide as it gets (one child per node: 1)
             break
     return 8 * nodes * n_samples * (dim + n_rows)
 
@@ -182,8 +182,8 @@ def tree_nodes_per_round(n_samples: int, level_width: int, tree_height: int) -> 
     for depth in range(tree_height):
         total += nodes * n_samples
         nodes = min(level_width, nodes * n_samples)
-        if nodes == level_width:  # every deeper level is as wide
-            return total + (tree_height - depth - 1) * level_width * n_samples
+        if nodes == level_width or n_samples <= 1:  # every deeper level is as wide (one child per node: 1)
+            return total + (tree_height - depth - 1) * nodes * n_samples
     return total
 
 

@@ -26,7 +26,9 @@ from ..blas import single_threaded_blas
 from ..coreset import DenseRow, RowBuffer, key_order, pack_rows, unpack_rows
 from ..kernels.dot import exact_dot
 from ..solver import NEGLIGIBLE_W2, negligible_direction, row_offset
-from ..validation import check_length, is_integer, is_real, non_number_message, numeric_row, refuse_values_beyond
+from ..validation import (
+    check_features, check_length, is_integer, is_real, non_number_message, numeric_row, refuse_values_beyond,
+)
 from .rebuild_worker import WorkerUnavailable, solve_worker
 
 if TYPE_CHECKING:
@@ -332,7 +334,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         """``w . x + b`` in O(non-zero features); ValueError naming a feature that is not a finite number."""
         try:
             z = self._weight_dots().dot(x) + self.intercept_
-        except (TypeError, OverflowError):  # a value that is not a number, or an int beyond floats
+        except (TypeError, OverflowError, AttributeError):  # a value not a number, an int beyond floats, ...
+            check_features(x)  # ... or not a dict at all
             numeric_row(x, x)  # raises, naming the feature
             raise ValueError(non_number_message(x)) from None
         if not math.isfinite(z):  # a NaN or infinite feature value (learning rejects those rows too); a
@@ -364,6 +367,8 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
 
     # -- learning -------------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
+        if type(x) is not dict:
+            check_features(x)
         sign = label_sign(y, type(self).__name__)
         # canonical key order: everything downstream is independent of the order features arrive in
         keys = tuple(x)

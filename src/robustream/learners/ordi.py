@@ -11,7 +11,9 @@ from river import base, linear_model
 
 from ..blas import single_threaded_blas
 from ..coreset import key_order
-from ..validation import check_length, finite_floats, is_integer, is_real, numeric_row, refuse_values_beyond
+from ..validation import (
+    check_features, check_length, finite_floats, is_integer, is_real, numeric_row, refuse_values_beyond,
+)
 from ..solver import VALUE_RANGE
 from .base import label_sign
 
@@ -202,10 +204,14 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     def predict_one(self, x: dict, **kwargs) -> Any:
         # as learn_one: a NaN made River's linear models answer NaN probabilities, silently (the C-speed
         # test first: numeric_row would also build a row dict that prediction does not use)
+        if type(x) is not dict:
+            check_features(x)
         finite_floats(x.values()) or numeric_row(x, x)
         return self.classifier_.predict_one(x, **kwargs)
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict[Any, float]:
+        if type(x) is not dict:
+            check_features(x)
         finite_floats(x.values()) or numeric_row(x, x)
         return self.classifier_.predict_proba_one(x, **kwargs)
 
@@ -217,6 +223,8 @@ class ORDIFilter(base.Wrapper, base.Classifier):
         scored (its class has no other sample yet) gets ``-inf``: like ``learn_one``, which never
         skips it, it counts as the least likely mislabelled.
         """
+        if type(x) is not dict:
+            check_features(x)
         score = self._ordi(*self._with_sample(x, y)[0], y)
         return -math.inf if score == -math.inf else -score
 
@@ -224,6 +232,8 @@ class ORDIFilter(base.Wrapper, base.Classifier):
     def learn_one(self, x: dict, y: Any, **kwargs) -> None:
         # Nothing changes until the wrapped model has taken the sample (or it is skipped): a sample
         # the wrapped model refuses (a label a binary learner cannot read) leaves no trace here.
+        if type(x) is not dict:
+            check_features(x)
         if not getattr(self.classifier_, "_multiclass", True):
             # a binary River model reads bool(y): labels 2 or -1 would be its positives and a third or
             # fourth class of the statistics here; "yes" failed deep inside the model's loss

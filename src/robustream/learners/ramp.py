@@ -25,7 +25,7 @@ class RampSVMClassifier(RebuildingLinearClassifier):
     ----------
     C
         Weight of the ramp losses against ``|w|^2 / 2``, > 0. The default 0.1 differs from
-        :class:`robustream.RampSVC`'s 1.0 (scikit-learn's convention for a batch fit); it has not
+        :class:`robustream.ramp.RampSVC`'s 1.0 (scikit-learn's convention for a batch fit); it has not
         been tuned on the shared data sets: pass ``C=1.0`` for the batch estimator's objective.
     s
         The ramp's break point, < 1: a row with ``y f(x) < s`` exerts no pull (an outlier); the

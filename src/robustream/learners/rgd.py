@@ -146,7 +146,7 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         either (a sketch as wide as the rows saves nothing). Without a sketch the tree works on a
         dense copy of the rows (rows x features): on sparse rows with many distinct features
         (hashed text, one-hot ids) that is large and slow (measured on rows with 20 of 200,000
-        possible features: 0.76 s per rebuild and an 876 MB process without, 0.12 s and 291 MB with).
+        possible features: 0.74 s per rebuild and an 878 MB process without, 0.08 s and 277 MB with).
     polish, nu, tree_height, level_width, boosting_rounds
         Solver settings (see :class:`robustream.RGDSVC`). From the second rebuild on, the tree is
         rooted at the previous solution, so the search goes on across rebuilds: a shallow, narrow
@@ -155,7 +155,8 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         of the cost. A rebuild of at most 600 rows (all rebuilds of a short stream, the first one or
         two of a long one) runs at least the batch estimator's tree, on all its rows and from the
         class means: rooted at a previous solution fitted on a handful of rows, the search stays
-        near it (0.4 points of test error on small data sets).
+        near it (0.4 points of test error on small data sets). A tree whose round would evaluate more
+        than a million children (``robustream.solver.TREE_NODES_PER_ROUND``) is refused here.
     tree_rows
         The tree ranks its directions on a stratified sample of this many rows of coreset + window
         (None: all); every row is used for the inliers and the polish.
@@ -192,8 +193,9 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
     flip_side_
         Where ``"auto"`` puts the wrong labels: ``"both"`` classes (also for a fixed fraction),
         ``"negative"`` or ``"positive"`` (the observed class holding them).
-    weights, intercept_, margin_width_, outlier_rate_, n_rebuilds_, n_drifts_
-        Model, slab width and share of the last rebuild's rows discarded, rebuild count, drifts found.
+    weights, intercept_, margin_width_, outlier_rate_, n_rebuilds_, n_failed_rebuilds_, n_drifts_
+        Model, slab width and share of the last rebuild's rows discarded, rebuilds made, rebuilds that
+        could not solve (the model was kept, with a warning), drifts found.
         Read-only: predictions read a copy of ``weights`` that is renewed when the learner replaces them.
 
     Examples
@@ -513,7 +515,12 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
             if not (is_integer(v) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         # the largest tree its solves grow: a short stream's is at least the batch search's
-        check_tree_size(max(self.tree_height, _COLD_TREE[0]), max(self.level_width, _COLD_TREE[1]))
+        height, width = max(self.tree_height, _COLD_TREE[0]), max(self.level_width, _COLD_TREE[1])
+        searched = ""
+        if (height, width) != (self.tree_height, self.level_width):
+            searched = (f"tree_height={self.tree_height}, level_width={self.level_width}: the first rebuilds (at most "
+                        f"{_COLD_ROWS} rows) search at least the batch tree, so ")  # fmt: skip
+        check_tree_size(height, width, searched=searched, remedy="lower tree_height or level_width")
         if self.sketch not in SKETCH_KINDS:
             raise ValueError(f"sketch must be one of {SKETCH_KINDS}, got {self.sketch!r}")
         sd = self.sketch_dim
