@@ -634,6 +634,16 @@ def test_a_learner_that_cannot_learn_or_be_checkpointed_stops_the_daemon_at_star
     with pytest.raises(ValueError, match="SoftmaxRegression: the model cannot be checkpointed .*copy.deepcopy"):
         daemon("--learner", "river:SoftmaxRegression", "--labels", "0,1,2")
     assert list(tmp_path.iterdir()) == []  # a usage error makes no folder and takes no lock
+    # a learner set in the environment or a --config file is named with where it came from
+    args = build_parser().parse_args(["serve", "--checkpoint-dir", str(folder)])
+    with pytest.raises(ValueError, match=r"^--learner foo \(from environment ROBUSTREAM_LEARNER\): unknown learner"):
+        Daemon(resolve(args, environ={"ROBUSTREAM_LEARNER": "foo"}))
+    config = tmp_path / "serve.toml"
+    config.write_text('param = ["bogus=1"]\n')
+    with pytest.raises(ValueError, match=r"^--learner rgd --param bogus=1 \(from --config .*serve.toml\): "):
+        Daemon(resolve(build_parser().parse_args(["serve", "--config", str(config), "--checkpoint-dir", str(folder)]),
+                       environ={}))  # fmt: skip
+    assert not folder.exists()
     # the start-up trial of a learner with rebuild_lag does not start the rebuild worker process
     from robustream.learners import rebuild_worker
 

@@ -164,6 +164,14 @@ class ServeConfig:
     values: dict[str, Any] = field(default_factory=dict)
     # ROBUSTREAM_* environment variables that name no option (a typo), each with what it may have meant
     ignored_environment: list[str] = field(default_factory=list)
+    # where each option not given on the command line came from: "environment ROBUSTREAM_X", "--config F"
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def came_from(self, *dests: str) -> str:
+        """`` (from environment ROBUSTREAM_LEARNER)``: where the named options came from, when not all
+        from the command line or their defaults; for messages that name them as flags."""
+        places = sorted({self.sources[d] for d in dests if d in self.sources})
+        return f" (from {' and '.join(places)})" if places else ""
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -360,6 +368,7 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
                 raise ValueError(f"--config {config_path}: unknown option {key!r}")
             file_values[_dest(key)] = value
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     ignored = _unknown_environment(environ)
     for flag, kind, default, _ in SERVE_OPTIONS:
         dest = _dest(flag)
@@ -368,9 +377,11 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
         if cli is not None:
             values[dest] = _convert(f"--{flag}", kind, cli, "command line")
         elif env_name in environ:
-            values[dest] = _convert(f"--{flag}", kind, environ[env_name], f"environment {env_name}")
+            sources[dest] = f"environment {env_name}"
+            values[dest] = _convert(f"--{flag}", kind, environ[env_name], sources[dest])
         elif dest in file_values:
-            values[dest] = _convert(f"--{flag}", kind, file_values[dest], f"--config {config_path}")
+            sources[dest] = f"--config {config_path}"
+            values[dest] = _convert(f"--{flag}", kind, file_values[dest], sources[dest])
         else:
             values[dest] = default
     values["log_format"] = values["log_format"].lower()
@@ -397,7 +408,7 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     _check_security(values)
     if values["metrics_port"] > 65535:
         raise ValueError(f"--metrics-port: expected a port number 0-65535, got {values['metrics_port']}")
-    cfg = ServeConfig(values, ignored)
+    cfg = ServeConfig(values, ignored, sources)
     check_labels(cfg.label_values, values["labels"])
     cfg.learner_params  # noqa: B018 - validate key=value now
     cfg.kafka_settings()

@@ -272,10 +272,10 @@ class Daemon:
             with tempfile.TemporaryFile(dir=cfg.checkpoint_dir):  # writable: found now, not at the first checkpoint
                 pass
         except FolderInUse as exc:
-            raise ValueError(f"--checkpoint-dir {cfg.checkpoint_dir}: {exc}") from None
+            raise ValueError(f"{self._checkpoint_flag}: {exc}") from None
         except OSError as exc:
             problem = "a file, not a folder" if os.path.isfile(cfg.checkpoint_dir) else exc.strerror or str(exc)
-            raise ValueError(f"--checkpoint-dir {cfg.checkpoint_dir}: cannot keep checkpoints there ({problem})") from None
+            raise ValueError(f"{self._checkpoint_flag}: cannot keep checkpoints there ({problem})") from None
         try:
             self._fell_back = False
             self._last_rebuild_at: float | None = None  # Unix time of the last successful rebuild (checkpointed)
@@ -326,6 +326,11 @@ class Daemon:
     def _learner_meta(self) -> dict:
         return {"learner": self.cfg.learner, "params": self.cfg.learner_params, "labels": self.labels.values}
 
+    @property
+    def _checkpoint_flag(self) -> str:
+        """How messages name the checkpoint folder: the flag, its value and where it came from."""
+        return f"--checkpoint-dir {self.cfg.checkpoint_dir}{self.cfg.came_from('checkpoint_dir')}"
+
     def _new_model(self) -> Any:
         return make_learner(self.cfg.learner, self.cfg.learner_params, multiclass=not self.labels.binary)
 
@@ -338,7 +343,7 @@ class Daemon:
         try:
             ckpt = self.store.load_latest(on_corrupt=corrupt)
         except CheckpointUnreadable as exc:
-            raise ValueError(f"--checkpoint-dir {self.cfg.checkpoint_dir}: {exc}") from None
+            raise ValueError(f"{self._checkpoint_flag}: {exc}") from None
         if ckpt is None:
             model = fresh_model
             log.info("no checkpoint in %s: starting a new %s model", self.cfg.checkpoint_dir, self.cfg.learner)
@@ -346,7 +351,7 @@ class Daemon:
         made_by = {k: ckpt.meta.get(k) for k in ("learner", "params", "labels")}
         if made_by != json.loads(json.dumps(self._learner_meta())):
             raise ValueError(
-                f"--checkpoint-dir {self.cfg.checkpoint_dir}: the checkpoint was made with {made_by}, not with "
+                f"{self._checkpoint_flag}: the checkpoint was made with {made_by}, not with "
                 f"{self._learner_meta()}; use the same settings or another checkpoint directory"
             )
         log.info("restored %s (%d partition offsets)", ckpt.path, len(ckpt.offsets))
@@ -366,7 +371,7 @@ class Daemon:
         """A new model, once it has shown that it can learn, predict and be checkpointed: a learner
         parameter of the wrong type, or a model whose state could not be loaded back, stops the
         daemon at start-up (exit 2) instead of failing every labelled message or every restart."""
-        where = learner_flags(self.cfg.learner, self.cfg.values["param"])
+        where = learner_flags(self.cfg.learner, self.cfg.values["param"]) + self.cfg.came_from("learner", "param")
         try:
             model = self._new_model()
             trial = trial_learner(self.cfg.learner, self.cfg.learner_params, self.labels.to_internal(self.labels.values[0]),
@@ -1038,7 +1043,8 @@ def run_serve(args, parser=None) -> int:
         daemon.start_metrics()
     except OSError as exc:
         host_problem = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL  # not this machine's
-        where = f"--metrics-host {cfg.metrics_host}" if host_problem else f"--metrics-port {cfg.metrics_port}"
+        where = (f"--metrics-host {cfg.metrics_host}{cfg.came_from('metrics_host')}" if host_problem
+                 else f"--metrics-port {cfg.metrics_port}{cfg.came_from('metrics_port')}")
         print(f"robustream serve: error: {where}: cannot listen ({exc.strerror or exc})", file=sys.stderr)
         daemon.close()
         return 2
