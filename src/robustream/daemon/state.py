@@ -351,8 +351,6 @@ def decode_state(doc: dict) -> Any:
         raise StateError(f"malformed model state ({type(exc).__name__}: {exc})") from None
 
 
-
-
 def save_model(model: Any, path: str | os.PathLike) -> None:
     """Write any River model (a pipeline with its scaler, a one-vs-rest model, a robustream learner) to
     ``path`` as a versioned, checksummed JSON file, atomically; no pickle. Raises :class:`StateError`
