@@ -575,3 +575,47 @@ def test_tree_nodes_per_round_counts_every_level_of_the_search():
         assert tree_nodes_per_round(n, width, height) == total
     assert tree_nodes_per_round(37, 10, 10**30) == 37 + (10**30 - 1) * 370  # closed form, no loop over levels
     assert tree_nodes_per_round(1, 10, 10**30) == 10**30 and tree_nodes_per_round(2, 10, 10**30) == 2 + 4 + 8 + 16 + (10**30 - 4) * 20
+
+
+def _rare_class(n=1500, share=0.8, seed=0):
+    """Clean two-class rows where the negatives are a ``1 - share`` minority."""
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < share
+    X = rng.normal(size=(n, 4))
+    X[:, :2] += np.where(y, 1.0, -1.0)[:, None]
+    return X, y
+
+
+def test_a_fixed_fraction_that_discards_most_of_a_class_is_named_in_a_warning():
+    X, y = _rare_class()
+    with pytest.warns(UserWarning, match="outlier_fraction=0.2 discards most of the rows labelled False, the smaller"):
+        model = RGDSVC(random_state=0).fit(X, y)
+    assert model.outlier_mask_[~y].mean() > 0.5  # what it warns about
+    for quiet in (RGDSVC(outlier_fraction=0.05, random_state=0), RGDSVC(outlier_fraction=(0.0, 0.9), random_state=0),
+                  RGDSVC(outlier_fraction="auto", random_state=0)):  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            quiet.fit(X, y)  # a small rate, a pair given on purpose, or "auto", which checks
+
+
+def test_wide_sparse_rows_without_a_sketch_are_warned_about(monkeypatch):
+    import robustream.batch
+
+    X = sp.random(60, 3000, density=0.01, format="csr", random_state=0)
+    y = np.arange(60) % 2 == 0
+    monkeypatch.setattr(robustream.batch, "DENSE_TREE_WARN_BYTES", 60 * 3000 * 8 - 1)  # (256 MiB by default)
+    with pytest.warns(UserWarning, match=r"60 x 3000 sparse rows take 0\.00 GiB dense.*sketch_dim='auto'"):
+        RGDSVC(random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RGDSVC(random_state=0, sketch_dim="auto").fit(X, y)  # sketched: no dense copy
+        RGDSVC(random_state=0).fit(X.toarray(), y)  # dense already
+
+
+def test_a_per_class_pair_is_refused_with_more_than_two_classes():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(90, 3)), np.repeat(["a", "b", "c"], 30)
+    with pytest.raises(ValueError, match=r"outlier_fraction: a \(positive, negative\) pair, \(0.1, 0.2\), is for two "
+                                         r"classes .* with 3 classes give one float"):  # fmt: skip
+        RGDSVC(outlier_fraction=(0.1, 0.2)).fit(X, y)
+    assert RGDSVC(outlier_fraction=(0.1, 0.2), random_state=0).fit(X[:60], y[:60]).classes_.tolist() == ["a", "b"]

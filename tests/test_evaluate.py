@@ -169,9 +169,12 @@ def test_probability_metrics_are_given_predict_proba_one_as_in_river():
 def test_seed_takes_any_integer_and_nothing_else():
     rows = [({"a": float(i)}, i % 2 == 0) for i in range(200)]
     assert list(noisy_stream(rows, flip=0.3, seed=np.int64(7))) == list(noisy_stream(rows, flip=0.3, seed=7))
-    for seed in (None, 1.5, "abc", True, np.float64(1.0)):
-        with pytest.raises(TypeError, match="seed must be an int, got"):
+    for seed in (1.5, "abc", True, np.float64(1.0)):
+        with pytest.raises(TypeError, match="seed must be an int or None, got"):
             noisy_stream(rows, seed=seed)  # at the call, not at the first row
+    # None, as noisy_split takes it: other flips at each call, the same rows at every pass of one result
+    fresh = [noisy_stream(rows, flip=0.3, seed=None) for _ in range(2)]
+    assert list(fresh[0]) == list(fresh[0]) and list(fresh[0]) != list(fresh[1])
 
 
 def test_rows_of_the_wrong_shape_are_named_with_the_expected_shape():
@@ -251,3 +254,14 @@ def test_labels_listed_twice_and_negative_seeds_are_refused():
         noisy_stream(rows, flip=0.5, labels=["a", "b", "b", "c"])
     with pytest.raises(ValueError, match="seed must be >= 0, got -5"):
         noisy_stream(rows, flip=0.5, seed=-5, labels="abc")
+
+
+def test_wrong_labels_drawn_from_labels_keep_the_type_of_the_streams_labels():
+    rows = [({"a": float(i)}, i % 2 == 0) for i in range(60)]
+    out = list(noisy_stream(rows, flip=0.5, seed=0, labels=[0, 1]))
+    assert sum(y_noisy != y_clean for _, y_noisy, y_clean in out) > 10
+    assert {type(y_noisy) for _, y_noisy, _ in out} == {bool}
+    rows = [({"a": float(i)}, np.int64(i % 3)) for i in range(60)]
+    assert {type(y) for _, y, _ in noisy_stream(rows, flip=0.5, seed=0, labels=[0, 1, 2])} == {np.int64}
+    rows = [({"a": float(i)}, i % 2 == 0) for i in range(60)]  # 2 is no bool: it stays 2
+    assert 2 in {y for _, y, _ in noisy_stream(rows, flip=0.5, seed=0, labels=[True, False, 2])}

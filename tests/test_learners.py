@@ -433,6 +433,43 @@ def test_background_rebuild_is_applied_exactly_rebuild_lag_rows_later_whatever_t
     assert min(acc.values()) > 0.85, acc  # 15% flips, a 400-row window: both learn the concept
 
 
+def test_with_a_fixed_fraction_the_lag_changes_when_a_model_arrives_not_the_model():
+    stream = list(_noisy_stream(1500, seed=5))
+    params = {"outlier_fraction": 0.15, "rebuild_every": 200, "window_size": 400, "coreset_size": 100, "seed": 1}
+    lagged, in_place = RGDSVMClassifier(**params, rebuild_lag=80), RGDSVMClassifier(**params)
+    models = {}
+    for name, model in (("lagged", lagged), ("in place", in_place)):
+        models[name] = []
+        for x, y, _ in stream:
+            before = model.n_rebuilds_
+            model.learn_one(x, y)
+            if model.n_rebuilds_ != before:
+                models[name].append((pickle.dumps(model.weights), model.intercept_))
+    assert len(models["lagged"]) == 7 and models["lagged"] == models["in place"]
+
+
+def test_a_fixed_fraction_that_discards_most_of_a_class_warns_once_not_at_every_rebuild():
+    rng = np.random.default_rng(0)
+    y = rng.random(1200) < 0.8  # clean labels, 20% negatives
+    X = rng.normal(size=(1200, 3)) + np.where(y, 1.0, -1.0)[:, None]
+    model = RGDSVMClassifier(rebuild_every=200, seed=0)  # the default outlier_fraction, 0.2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for i in range(1200):
+            model.learn_one({"a": X[i, 0], "b": X[i, 1], "c": X[i, 2]}, bool(y[i]))
+    assert model.n_rebuilds_ == 6
+    texts = [str(w.message) for w in caught]
+    assert len(texts) == 1 and texts[0].startswith("RGDSVMClassifier: outlier_fraction=0.2 discards most of the "
+                                                    "rows labelled False"), texts  # fmt: skip
+    assert "noise_model='one_vs_rest'" in texts[0] and caught[0].filename == __file__
+    for quiet in (RGDSVMClassifier(outlier_fraction=0.05, rebuild_every=200), RGDSVMClassifier(
+            outlier_fraction="auto", rebuild_every=200)):  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i in range(400):
+                quiet.learn_one({"a": X[i, 0], "b": X[i, 1], "c": X[i, 2]}, bool(y[i]))
+
+
 def test_a_pending_background_rebuild_survives_copy_pickle_and_save_load(tmp_path):
     stream = list(_noisy_stream(1200, seed=7))
     model = RGDSVMClassifier(outlier_fraction="auto", rebuild_every=200, rebuild_lag=150, window_size=300, seed=2)
@@ -1208,10 +1245,16 @@ def test_a_solution_that_is_zero_up_to_rounding_is_a_failed_rebuild(cls):
     for v in rng.normal(size=(300, 2)):
         model.learn_one({"a": float(v[0]), "b": float(v[1])}, bool(v[0] > 0))
     weights = dict(model.weights)
-    with pytest.warns(RuntimeWarning, match="zero"):
+    with pytest.warns(RuntimeWarning, match="zero up to rounding: these rows give no direction, a constant fits"):
         for _ in range(200):
             model.learn_one({"a": 1.0, "b": 2.0}, bool(rng.random() < 0.5))
     assert model.n_failed_rebuilds_ == 2 and model.weights == weights
+    # scaling is named only where the rows are far from unit scale
+    with pytest.warns(RuntimeWarning, match=r"zero up to rounding: the features are far from unit scale \(largest "
+                                            r"\|value\| 2e\+05; standardise them\)"):  # fmt: skip
+        for _ in range(100):
+            model.learn_one({"a": 1e5, "b": 2e5}, bool(rng.random() < 0.5))
+    assert model.n_failed_rebuilds_ == 3 and model.weights == weights
 
 
 @pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier])

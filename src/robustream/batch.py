@@ -15,13 +15,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .rows import as_rows
-from .sketch import SKETCH_KINDS, JLSketch, make_sketch
+from .sketch import SKETCH_KINDS, JLSketch, make_sketch, resolve_sketch_dim
 from .validation import is_integer, is_real, warn_stopped_at_cap
 from .solver import (
     AUTO_FRACTIONS,
     AUTO_RATES,
     AUTO_SIDE_MARGIN,
     AUTO_SIDES,
+    DENSE_TREE_WARN_BYTES,
     FULL_GRAM_ROWS,
     calls_each_class,
     calls_mostly_wrong,
@@ -30,6 +31,7 @@ from .solver import (
     check_tree_size,
     clearly_fewer,
     discards_most_of_a_class,
+    discarding_warning,
     finds_its_discarded_class,
     gram_matrix,
     per_class_outlier_fractions,
@@ -58,7 +60,8 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         A float is the assumed share of wrong labels; it becomes per-class fractions through the
         uniform-flip model (see :func:`robustream.solver.per_class_outlier_fractions`; with more than
         two classes, each one-vs-rest problem uses its ``"one_vs_rest"`` model). A pair is
-        (fraction of the positive class ``classes_[1]``, fraction of the negative class).
+        (fraction of the positive class ``classes_[1]``, fraction of the negative class), for two
+        classes only.
         ``"auto"`` picks a rate from ``AUTO_RATES`` (0 and ``AUTO_FRACTIONS``) by accuracy
         on an internal 25% holdout of the (noisy) training labels, then refits on all rows; the pick
         is ``outlier_fraction_``. Rate 0 (nothing discarded: clean data stays whole) is scored only if
@@ -261,8 +264,19 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         self.classes_ = np.unique(y)
         if self.classes_.size < 2:
             raise ValueError(f"RGDSVC needs samples of at least 2 classes; got 1 class: {self.classes_[0]!r}")
+        if self.classes_.size > 2 and not (is_real(self.outlier_fraction) or isinstance(self.outlier_fraction, str)):
+            raise ValueError(f"outlier_fraction: a (positive, negative) pair, {self.outlier_fraction!r}, is for two "
+                             f"classes (classes_[1], classes_[0]); with {self.classes_.size} classes give one float "
+                             "(each one-vs-rest problem derives its pair) or 'auto'")  # fmt: skip
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         X = as_rows(X)  # once: the solves and the Gram matrices they share read the same rows
+        dense_bytes = 8 * X.shape[0] * X.shape[1]
+        if sp.issparse(X) and dense_bytes > DENSE_TREE_WARN_BYTES and resolve_sketch_dim(
+                self.sketch_dim, X.shape[1], X.shape[0], True) is None:  # fmt: skip
+            warnings.warn(f"RGDSVC: the RGD-tree works on dense rows, and these {X.shape[0]} x {X.shape[1]} sparse "
+                          f"rows take {dense_bytes / 2**30:.2f} GiB dense (the peak is a few times that); "
+                          "sketch_dim='auto' runs the tree on a 128-dimensional sketch of them (the polish stays in "
+                          "full dimension)", UserWarning, stacklevel=2)  # fmt: skip
         if isinstance(self.outlier_fraction, str):  # "auto" (checked above); an array pair compares per item
             self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed)
         else:
@@ -307,6 +321,13 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 noise_model = "binary" if self.classes_.size == 2 else "one_vs_rest"
                 fractions = per_class_outlier_fractions(float(outlier_fraction), n_pos, y_pm.size - n_pos,
                                                         noise_model)  # fmt: skip
+                if is_real(self.outlier_fraction):  # the user's own rate ("auto"'s probes keep "auto")
+                    labels = (self.classes_[1], self.classes_[0]) if self.classes_.size == 2 else (
+                        self.classes_[k], "the rest")
+                    message = discarding_warning("RGDSVC", float(outlier_fraction), fractions, n_pos,
+                                                 y_pm.size - n_pos, labels)  # fmt: skip
+                    if message:
+                        warnings.warn(message, UserWarning, stacklevel=3)
             else:
                 fractions = tuple(float(v) for v in outlier_fraction)
             sol = solve(

@@ -26,7 +26,7 @@ def noisy_stream(
     stream: Iterable[tuple[dict, Any]],
     *,
     flip: float = 0.15,
-    seed: int = 0,
+    seed: int | None = 0,
     labels: Sequence[Hashable] | None = None,
     noise: str = "uniform",
     adversarial_class: bool = True,
@@ -35,9 +35,12 @@ def noisy_stream(
 
     Binary (bool) labels are negated; with ``labels`` given (multi-class, at least two distinct ones) a
     wrong label is drawn uniformly from the *other* labels, and every label of the stream must be one
-    of them (a 0/1 stream is a multi-class one: ``labels=[0, 1]``). Seeded: the same stream and seed
+    of them (a 0/1 stream is a multi-class one: ``labels=[0, 1]``). ``seed=None`` draws other flips at
+    every call (each pass of the result still gives the same rows). Seeded: the same stream and seed
     give the same flips (``labels`` given as a set are sorted, so the flips do not depend on the set's
-    iteration order). The arguments are checked at the call, the labels as the rows arrive.
+    iteration order). A wrong label is given the type of the row's label where both are numbers
+    (``labels=[0, 1]`` on a bool stream yields False and True). The arguments are checked at the call,
+    the labels as the rows arrive.
 
     ``noise="adversarial"`` (bool labels) is :func:`robustream.datasets.noisy_split`'s adversarial noise
     on one stream: each pass first reads the whole stream (held in memory), fits the clean reference
@@ -61,8 +64,10 @@ def noisy_stream(
         raise TypeError(f"stream: noisy_stream expects an iterable of (x, y) rows, got {type(stream).__name__}")
     if not (isinstance(flip, numbers.Real) and not isinstance(flip, bool) and 0.0 <= flip < 1.0):
         raise ValueError(f"flip must be in [0, 1), got {flip!r}")
+    if seed is None:  # fresh flips, as noisy_split's seed=None; drawn once, so that every pass has the same
+        seed = random.SystemRandom().randrange(2**63)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
     if seed < 0:  # random.Random(-5) draws what random.Random(5) does
         raise ValueError(f"seed must be >= 0, got {seed!r}")
     if noise not in ("uniform", "adversarial"):
@@ -181,9 +186,23 @@ def _flipped(rows: Iterator, flip: float, rng: random.Random, labels: list | Non
             if labels is None:
                 yield x, not bool(y), y
             else:
-                yield x, rng.choice([c for c in labels if c != y]), y
+                yield x, _like(rng.choice([c for c in labels if c != y]), y), y
         else:
             yield x, y, y
+
+
+def _like(label: Any, y: Any) -> Any:
+    """A wrong ``label`` drawn from ``labels``, as a number of the row's own label type where it is one
+    (``labels=[0, 1]`` on a bool stream gives False, not 0: a stream's labels keep one type)."""
+    if type(label) is not type(y) and isinstance(y, (numbers.Number, np.generic)) and isinstance(
+            label, (numbers.Number, np.generic)):  # fmt: skip
+        try:
+            same = type(y)(label)
+        except (TypeError, ValueError, OverflowError):
+            return label
+        if same == label:
+            return same
+    return label
 
 
 def _checked_rows(rows: Iterable, size: int, name: str, expected: str) -> Iterator:

@@ -26,6 +26,12 @@ _BOOLS = (bool, np.bool_)
 _FLOAT_ONLY = frozenset([float])
 
 
+class FeatureValueError(ValueError):
+    """A feature value a learner cannot take: not a number, not finite, or beyond the range its solve
+    takes. Raised before the learner changes anything; the daemon dead-letters such a message as
+    invalid input (outcome ``invalid``), not as a failure of its own."""
+
+
 def is_integer(value: Any) -> bool:
     """An integer of any kind (Python's or NumPy's), not a bool (``True`` would pass as 1)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, _BOOLS)
@@ -127,33 +133,34 @@ def _overflows(value) -> bool:
 
 def numeric_row(x: dict, keys: Iterable[Hashable], drop_zeros: bool = True) -> dict[Hashable, float]:
     """``{k: float(x[k])}`` for the ``keys`` (those whose value is non-zero with ``drop_zeros``);
-    ValueError naming the first feature that is not a finite number (one NaN or inf would poison
-    every later solve or score)."""
+    :class:`FeatureValueError` naming the first feature that is not a finite number (one NaN or inf
+    would poison every later solve or score)."""
     if finite_floats(x.values()):  # what River's transformers output: no conversion, no value-by-value test
         row = {k: x[k] for k in keys}
         return {k: v for k, v in row.items() if v} if drop_zeros and not all(row.values()) else row
     if not _PLAIN_NUMBERS.issuperset(map(type, x.values())) and (problem := _first_non_number(x)):
-        raise ValueError(problem)  # float() would take "1.5", b"2" or Decimal, which w.x then refuses
+        raise FeatureValueError(problem)  # float() would take "1.5", b"2" or Decimal, which w.x then refuses
     try:
         row = {k: float(x[k]) for k in keys if x[k] or not drop_zeros}
     except (TypeError, ValueError):
-        raise ValueError(non_number_message(x)) from None
+        raise FeatureValueError(non_number_message(x)) from None
     except OverflowError:  # an int beyond floats
         k = next(k for k in keys if _overflows(x[k]))
-        raise ValueError(f"feature {k!r} is not a finite number: an integer beyond floats") from None
+        raise FeatureValueError(f"feature {k!r} is not a finite number: an integer beyond floats") from None
     if not all(map(math.isfinite, row.values())):
         k = next(k for k, v in row.items() if not math.isfinite(v))
-        raise ValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
+        raise FeatureValueError(f"feature {k!r} is not a finite number: {row[k]!r}")
     return row
 
 
 def refuse_values_beyond(row: dict, limit: float, what: str) -> None:
-    """ValueError naming the first feature of ``row`` (finite floats) larger than ``limit`` in absolute
-    value, which ``what`` cannot take (its squares and sums of squares would overflow)."""
+    """:class:`FeatureValueError` naming the first feature of ``row`` (finite floats) larger than
+    ``limit`` in absolute value, which ``what`` cannot take (its squares and sums of squares would
+    overflow)."""
     # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there
     if math.hypot(*row.values()) > limit and (too_large := [k for k, v in row.items() if abs(v) > limit]):
         k = too_large[0]
-        raise ValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} {what} can "
+        raise FeatureValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} {what} can "
                          "take; rescale the features (for example, standardise them)")
 
 

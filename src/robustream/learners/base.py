@@ -27,7 +27,8 @@ from ..coreset import DenseRow, RowBuffer, key_order, pack_rows, unpack_rows
 from ..kernels.dot import exact_dot
 from ..solver import NEGLIGIBLE_W2, negligible_direction, row_offset
 from ..validation import (
-    check_features, check_length, is_integer, is_real, non_number_message, numeric_row, refuse_values_beyond,
+    FeatureValueError, check_features, check_length, is_integer, is_real, non_number_message, numeric_row,
+    refuse_values_beyond,
 )
 from .rebuild_worker import WorkerUnavailable, solve_worker
 
@@ -337,7 +338,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         except (TypeError, OverflowError, AttributeError):  # a value not a number, an int beyond floats, ...
             check_features(x)  # ... or not a dict at all
             numeric_row(x, x)  # raises, naming the feature
-            raise ValueError(non_number_message(x)) from None
+            raise FeatureValueError(non_number_message(x)) from None
         if not math.isfinite(z):  # a NaN or infinite feature value (learning rejects those rows too); a
             numeric_row(x, x)  # product of finite values beyond floats passes this check and stays +-inf
         return z
@@ -577,8 +578,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
                 not np.all(np.isfinite(fit[0])) or _negligible(fit[0], X, fit[3], row_units)
             )
         if unusable:
-            fit, context["error"] = None, ("the solution is zero (up to rounding) or not finite: rows that give "
-                                           "no direction, or features far from unit scale (standardise them)")
+            fit, context["error"] = None, _unusable_reason(fit[0], X)
         return fit, context
 
     def _finish_pending(self) -> None:
@@ -885,6 +885,23 @@ def _negligible(coef: np.ndarray, X, support: np.ndarray, row_units: bool) -> bo
         rows_sq = np.einsum("ij,ij->i", rows, rows)
     scale, size = float(rows_sq.max()), float(coef @ coef)
     return negligible_direction(coef, scale) if row_units else size * scale <= NEGLIGIBLE_W2
+
+
+def _unusable_reason(coef: np.ndarray, X) -> str:
+    """Why a solution ``coef`` that is not finite or :func:`_negligible` cannot be used, for the
+    rebuild's warning: feature scale is named only where the rows are far from unit scale (a
+    constant that fits best, as when one class is rare, says nothing about scaling)."""
+    values = X.data if sp.issparse(X) else X
+    with np.errstate(**_FP_POLICY):
+        largest = float(np.max(np.abs(values))) if values.size else 0.0
+    what = "not finite" if not np.all(np.isfinite(coef)) else "zero up to rounding"
+    if not 1e-3 <= largest <= 1e3:
+        return (f"the solution is {what}: the features are far from unit scale (largest |value| {largest:.3g}; "
+                "standardise them)")
+    if what == "not finite":
+        return "the solution is not finite"
+    return ("the solution is zero up to rounding: these rows give no direction, a constant fits them best (for "
+            "example when one class is rare, or both labels sit on the same points)")
 
 
 def _dict_rows(X):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,6 +24,7 @@ from ..solver import (
     contradicts_one_side,
     discarded_class,
     discards_most_of_a_class,
+    discarding_warning,
     finds_its_discarded_class,
     finds_the_rest_of_its_class,
     gram_matrix,
@@ -38,6 +40,7 @@ from .base import (
     DRIFT_THRESHOLD,
     AlignedWeights,
     RebuildingLinearClassifier,
+    _caller_level,
     _decode_row,
     _encode_row,
     is_integer,
@@ -132,7 +135,10 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         a thread could not: the solve's Python steps starve behind the stream's). The model depends
         only on the stream, the parameters and the seed, never on the machine's speed or on where
         the solve ran (the worker solves on a fresh learner built from the parameters, so methods
-        or module constants changed at run time do not reach it). Where no worker can run (a class
+        or module constants changed at run time do not reach it). With ``outlier_fraction="auto"`` the
+        rows that arrive during the lag are scored by the previous rebuild's candidates, so a pick, and
+        the model after it, can differ from ``rebuild_lag=0``'s for good (a fixed fraction gives the
+        same models, ``k`` rows later). Where no worker can run (a class
         defined in ``__main__``, a frozen application, no ``sys.executable``, a worker that could
         not start or died), the rebuild is solved in this thread when due, with a ``RuntimeWarning``.
         As for any River learner, feed one learner from one thread.
@@ -293,6 +299,10 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         # the tree of a rebuild is rooted at the previous solution of its fraction (once there is one)
         if self.outlier_fraction != "auto":
             fractions = per_class_outlier_fractions(self.outlier_fraction, n_pos, n_neg, self.noise_model)
+            message = discarding_warning(type(self).__qualname__, self.outlier_fraction, fractions, n_pos, n_neg,
+                                         one_vs_rest_hint=self.noise_model == "binary")  # fmt: skip
+            if message:
+                warnings.warn(message, UserWarning, stacklevel=_caller_level())
             return {"fractions": [fractions], "previous": [self._previous(self.weights)]}
         side = self.flip_side_
         per_class = [self._side_fractions(r, side, n_pos, n_neg) for r in AUTO_RATES]
