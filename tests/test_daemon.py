@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import math
 import os
 
 import numpy as np
@@ -63,7 +64,8 @@ def test_every_bad_message_kind_has_a_reason_naming_the_field(raw, reason):
 def test_numbers_python_cannot_hold_are_invalid_not_crashes():
     with pytest.raises(InvalidMessage, match="field 'x.a': integer too large for a float"):
         decode_message(b'{"id": 1, "x": {"a": 1' + b"0" * 400 + b"}}", labels=LABELS)
-    with pytest.raises(InvalidMessage, match="not valid JSON .*digits"):
+    with pytest.raises(InvalidMessage, match=r"not valid JSON \(Exceeds the limit \(4300 digits\) for integer string "
+                                             r"conversion: value has 5001 digits\)$"):  # no advice for Python code
         decode_message(b'{"id": 1' + b"0" * 5000 + b', "x": {}}', labels=LABELS)
     # a lone surrogate is valid JSON; the outputs escape it instead of failing to encode
     msg = decode_message(b'{"id": "\\ud800", "x": {"\\ud801": 1.0}}', labels=LABELS)
@@ -435,10 +437,19 @@ def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_th
     path.write_text('bootstrap-servers = ["a:9092", "b:9092"]\nlabels = ["0", "1"]\n')
     cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
     assert cfg.bootstrap_servers == "a:9092,b:9092"  # was "['a:9092', 'b:9092']"
-    assert cfg.label_values == [0, 1]  # read as on the command line (deploy/robustream.toml)
-    path.write_text("labels = ['\"1\"', '\"2\"', \"spam\"]\n")  # text of digits: JSON-quoted, as with --labels
+    assert cfg.label_values == ["0", "1"]  # TOML's types: text (was read as the numbers 0 and 1)
+    path.write_text('labels = [0, 1, 2.5, "spam"]\n')
     cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
-    assert cfg.label_values == ["1", "2", "spam"]
+    assert cfg.label_values == [0, 1, 2.5, "spam"] and type(cfg.label_values[1]) is int
+    path.write_text('metrics-port = 9108\nmetrics_port = 9109\n')  # one option twice: the last one won, silently
+    with pytest.raises(ValueError, match=r"c.toml: 'metrics-port' and 'metrics_port' set the same option"):
+        resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    path.write_text('metrics-prot = 9108\n')
+    with pytest.raises(ValueError, match=r"c.toml: unknown option 'metrics-prot'"):
+        resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    path.write_text('labels = [false, true]\n')
+    cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    assert cfg.label_values == [False, True]
     args = build_parser().parse_args(["serve", "--kafka-option", "acks=all", "--metrics-host", ""])
     cfg = resolve(args, environ={})
     assert cfg.kafka_settings()["acks"] == "all" and cfg.metrics_host == ""  # "": every interface
@@ -561,6 +572,40 @@ def test_outputs_the_broker_refuses_for_good_are_dead_lettered_or_dropped_and_th
     assert daemon.metrics.value("robustream_outputs_replaced_total") == 2  # b's prediction, before its letter
 
 
+def test_a_value_the_learner_cannot_take_is_invalid_input_and_failures_log_one_traceback_a_minute(tmp_path, caplog):
+    import logging
+
+    from robustream.daemon.service import Daemon
+
+    argv = ["serve", "--checkpoint-dir", str(tmp_path), "--bootstrap-servers", "127.0.0.1:9"]
+    daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+    daemon.producer = _Producer()
+    big = {"id": "big", "x": {"f0": 1e200, "f1": 1.0}}
+    daemon.process("in", 0, 1, b"k", json.dumps({**big, "y": 1}).encode())  # was a processing failure
+    daemon.process("in", 0, 2, b"k", json.dumps(big).encode())  # predicting it needs no solve
+    daemon._flush_outputs(timeout=5)
+    (dlq, letter), (preds, prediction) = daemon.producer.delivered
+    assert (dlq, letter["offset"], preds, prediction["id"]) == ("robustream-dead-letters", 1, "robustream-predictions",
+                                                                "big")  # fmt: skip
+    assert letter["error"].startswith("field 'x': feature 'f0' is 1e+200, larger in absolute value than the 1e+140")
+    assert daemon._tally.outcomes["invalid"] == 1 and daemon._tally.outcomes["predict_only"] == 1
+    assert daemon.model.n_rebuilds_ == 0 and len(daemon.model._buffer.window) == 0  # nothing learned
+
+    def fail(x, y):
+        raise RuntimeError("the model broke")
+
+    daemon.model.learn_one = fail  # every labelled message fails in processing now
+    with caplog.at_level(logging.ERROR, logger="robustream.daemon"):
+        for offset in range(3, 103):
+            daemon.process("in", 0, offset, b"k", json.dumps({"id": offset, "x": {"f0": 1.0}, "y": 1}).encode())
+    assert daemon._tally.outcomes["dead_letter"] == 100
+    failures = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None  # not 100 tracebacks
+    assert failures[0].getMessage() == "processing message 3 at in/0/3 failed: the model broke"
+    assert failures[0].fields == {"event": "processing_failed", "id": 3, "topic": "in", "partition": 0, "offset": 3,
+                                  "error": "RuntimeError: the model broke"}  # the JSON log's own keys
+
+
 @pytest.mark.parametrize("lag", [[], ["--param", "rebuild_lag=100"]])
 def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(lag, tmp_path, caplog):
     import logging
@@ -582,6 +627,8 @@ def test_a_concept_drift_is_logged_with_the_message_that_found_it_and_counted(la
     drifts = [r.getMessage() for r in caplog.records if "concept drift" in r.getMessage()]
     # found as the 13th rebuild starts (with rebuild_lag, 100 messages before that rebuild is applied)
     assert len(drifts) == 1 and drifts[0].startswith("concept drift at in/0/3249: "), drifts
+    [fields] = [r.fields for r in caplog.records if "concept drift" in r.getMessage()]  # the JSON log's keys
+    assert fields == {"event": "concept_drift", "topic": "in", "partition": 0, "offset": 3249, "drifts": 1}
     assert daemon.metrics.value("robustream_concept_drifts_total") == 1
     # each rebuild timed once: with rebuild_lag the message whose rebuild found the drift was timed as a
     # rebuild, and the one that applied that rebuild 100 messages later once more
@@ -864,7 +911,9 @@ def test_log_format_json_writes_one_object_per_line(fmt, capsys):
 
     from robustream.daemon.service import configure_logging
 
-    loggers = {name: logging.getLogger(name) for name in ("robustream", "kafka")}
+    import warnings
+
+    loggers = {name: logging.getLogger(name) for name in ("robustream", "kafka", "py.warnings")}
     saved = {name: (lg.handlers[:], lg.level, lg.propagate) for name, lg in loggers.items()}
     try:
         configure_logging(fmt, "INFO")
@@ -875,16 +924,23 @@ def test_log_format_json_writes_one_object_per_line(fmt, capsys):
             raise ValueError("bad checkpoint")
         except ValueError:
             log.exception("checkpoint failed")
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("RGDSVMClassifier: rebuild failed, the previous model stays in use", RuntimeWarning)
     finally:
+        logging.captureWarnings(False)
         for name, (handlers, level, propagate) in saved.items():
             lg = logging.getLogger(name)
             lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
     lines = capsys.readouterr().err.strip().splitlines()
     if fmt == "text":
         assert "INFO robustream.daemon.service: assigned ['in/0']" in lines[0]
+        assert any("WARNING py.warnings: " in line and "rebuild failed" in line for line in lines)
         return
     docs = [json.loads(line) for line in lines]  # every line is one JSON object (the traceback included)
-    assert len(docs) == 2
+    assert len(docs) == 3  # a learner's warning too: printed by Python it was not JSON
+    assert docs[2]["logger"] == "py.warnings" and docs[2]["level"] == "WARNING"
+    assert "RuntimeWarning: RGDSVMClassifier: rebuild failed" in docs[2]["msg"]
     assert docs[0]["level"] == "INFO" and docs[0]["msg"] == "assigned ['in/0']" and docs[0]["partition"] == 0
     assert docs[0]["logger"] == "robustream.daemon.service" and isinstance(docs[0]["ts"], float)
     assert docs[1]["level"] == "ERROR" and "ValueError: bad checkpoint" in docs[1]["exc"]
@@ -1163,3 +1219,24 @@ def test_ordi_flags_the_messages_it_keeps_back_and_its_outlier_rate_is_published
     order = np.array([int(out["id"]) for out in outputs])
     # the flags point at the wrong labels: far more of the flagged rows are flipped than of the others
     assert flipped[order][flagged].mean() > 2 * flipped[order][~flagged].mean()
+
+
+def test_margin_width_outlier_rate_and_coreset_rows_are_nan_where_the_learner_has_none(tmp_path):
+    from robustream.daemon.service import Daemon
+
+    gauges = ("robustream_margin_width", "robustream_outlier_rate", "robustream_coreset_rows")
+    values = {}
+    for learner in ("river:linear_model.LogisticRegression", "rgd"):
+        params = ["--param", "rebuild_every=50"] if learner == "rgd" else []
+        argv = ["serve", "--checkpoint-dir", str(tmp_path / learner), "--bootstrap-servers", "127.0.0.1:9",
+                "--learner", learner, *params]  # fmt: skip
+        daemon = Daemon(resolve(build_parser().parse_args(argv), environ={}))
+        daemon.producer = _Producer()
+        rng = np.random.default_rng(0)
+        for offset, v in enumerate(rng.normal(size=(120, 2))):
+            doc = {"id": offset, "x": {"a": float(v[0]), "b": float(v[1])}, "y": int(v[0] > 0)}
+            daemon.process("in", 0, offset, b"k", json.dumps(doc).encode())
+        values[learner] = [daemon.metrics.value(name) for name in gauges]
+    assert all(math.isnan(v) for v in values["river:linear_model.LogisticRegression"])  # were 0: "classes touch"
+    margin, rate, rows = values["rgd"]
+    assert margin > 0 and 0 < rate < 0.5 and rows > 0

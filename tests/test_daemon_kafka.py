@@ -45,7 +45,7 @@ def test_end_to_end_every_id_exactly_once_and_metrics_agree(broker, tmp_path):
     good = labelled_messages(1500)
     unlabelled = [(f"u{i}", json.dumps({"id": f"u{i}", "x": {"f0": 0.5, "f1": -0.2}}).encode()) for i in range(50)]
     bad = _bad_messages()
-    # valid JSON the learner refuses to learn (its solves cannot square the value): a dead letter, not a crash
+    # valid JSON the learner refuses to learn (its solves cannot square the value): invalid input, not a crash
     refused = [("big", json.dumps({"id": "big", "x": {"f0": 1e300, "f1": 0.0}, "y": 1}).encode())]
     produce(broker.bootstrap_servers, IN, good[:700] + refused + good[700:] + unlabelled + bad)
     total = len(good) + len(unlabelled) + len(bad) + len(refused)
@@ -60,7 +60,7 @@ def test_end_to_end_every_id_exactly_once_and_metrics_agree(broker, tmp_path):
     assert max(seen.values()) == 1
     assert _ids(dlq) == Counter(k for k, _ in bad + refused)
     big = json.loads(next(r.value for r in dlq if r.key == b"big"))
-    assert "processing failed: ValueError: feature 'f0' is 1e+300, larger in absolute value" in big["error"]
+    assert big["error"].startswith("field 'x': feature 'f0' is 1e+300, larger in absolute value")
     source = next(r for r in read_topic(broker.bootstrap_servers, IN, expect=total) if r.key == b"big")
     assert (big["partition"], big["offset"]) == (source.partition, source.offset)
     assert d.daemon.model.n_failed_rebuilds_ == 0  # learned, the row failed every rebuild for a window
@@ -79,8 +79,10 @@ def test_end_to_end_every_id_exactly_once_and_metrics_agree(broker, tmp_path):
     for name in METRIC_NAMES:
         assert name in names or f"{name}_count" in names or name == "robustream_consumer_lag_messages", name
     assert any(n == "robustream_consumer_lag_messages" for n, _ in samples)
+    assert samples[("process_resident_memory_bytes", ())] > 50e6  # the process collectors: memory before an OOM kill
+    assert ("python_gc_collections_total", (("generation", "0"),)) in samples
     outcome = {dict(lbl)["outcome"]: v for (n, lbl), v in samples.items() if n == "robustream_messages_total"}
-    assert outcome == {"ok": len(good), "predict_only": len(unlabelled), "invalid": len(bad), "dead_letter": 1}
+    assert outcome == {"ok": len(good), "predict_only": len(unlabelled), "invalid": len(bad) + 1, "dead_letter": 0}
     assert samples[("robustream_samples_learned_total", ())] == len(good)
     assert samples[("robustream_outliers_total", ())] == sum(bool(o.get("outlier")) for o in out)
     assert samples[("robustream_model_version", ())] == d.daemon.model.n_rebuilds_ >= 5
@@ -188,6 +190,31 @@ def test_sigterm_is_graceful_exit_0_with_a_final_checkpoint(broker, tmp_path):
         time.sleep(6)
         assert d.daemon.n_processed == 0
         d.stop()
+
+
+def test_a_second_sigterm_exits_at_once_when_the_graceful_stop_waits_for_a_frozen_broker(broker, tmp_path):
+    # before: a second signal was ignored, so an operator waited out --shutdown-timeout
+    messages = labelled_messages(300)
+    produce(broker.bootstrap_servers, IN, messages)
+    metrics_port = free_port()
+    argv = serve_args(broker.bootstrap_servers, tmp_path / "ckpt", "--shutdown-timeout", "120",
+                      "--checkpoint-interval", "3600", metrics_port=metrics_port)  # fmt: skip
+    proc = start_daemon_process(argv, tmp_path / "daemon.log")
+    try:
+        wait_for_metric(metrics_port, "robustream_messages_total", len(messages))
+        broker.pause()  # the final commit now waits for an answer
+        try:
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(2)
+            assert proc.poll() is None  # still stopping gracefully
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(30) == 1 and time.monotonic() - start < 10  # not the 120 s shutdown timeout
+        finally:
+            broker.resume()
+    finally:
+        proc.kill()
+    assert "signal 15 again: exiting now, without the final checkpoint" in (tmp_path / "daemon.log").read_text()
 
 
 def test_sigterm_while_joining_the_group_still_exits_0_in_bounded_time(broker, tmp_path):
@@ -307,6 +334,36 @@ def test_a_frozen_broker_does_not_make_the_daemon_send_its_outputs_twice(broker,
         assert d.daemon.metrics.value("robustream_broker_errors_total") >= 1  # the freeze was felt
     preds = read_topic(broker.bootstrap_servers, PREDS, expect=len(good))
     assert len(preds) == len(good) and _ids(preds) == Counter(k for k, _ in good)
+
+
+def test_brokers_that_hang_stop_the_contact_gauge_and_count_broker_errors(broker, tmp_path, monkeypatch):
+    # before: a frozen broker raised nothing in poll(), so no error was counted, no "broker trouble" line was
+    # logged and the lag gauge froze: nothing an alert could see
+    from robustream.daemon import service
+
+    monkeypatch.setattr(service, "CONTACT_PROBE_SECONDS", 1.0)  # (30 s)
+    monkeypatch.setattr(service, "PROBE_TIMEOUT_MS", 1000)
+    good = labelled_messages(100)
+    produce(broker.bootstrap_servers, IN, good)
+    contact = "robustream_broker_last_contact_timestamp_seconds"
+    with DaemonThread(serve_args(broker.bootstrap_servers, tmp_path / "ckpt")) as d:
+        d.wait_processed(len(good))
+        idle_since = time.time()
+        _wait_until(lambda: d.daemon.metrics.value(contact) > idle_since + 1, "the probe answered on an idle topic")
+        assert d.daemon.metrics.value("robustream_broker_errors_total") == 0
+        broker.pause()
+        frozen_at = time.time()
+        try:
+            _wait_until(lambda: d.daemon.metrics.value("robustream_broker_errors_total") >= 2, "unanswered probes")
+            last = d.daemon.metrics.value(contact)
+            assert last < frozen_at + 1.5  # (a probe sent just before the pause may still have been answered)
+            time.sleep(2)
+            assert d.daemon.metrics.value(contact) == last
+        finally:
+            broker.resume()
+        thawed_at = time.time()
+        _wait_until(lambda: d.daemon.metrics.value(contact) > thawed_at, "answers again after the thaw")
+        assert d.stop() == 0
 
 
 def test_a_partition_recreated_and_refilled_past_the_checkpoint_is_read_from_its_beginning(broker, tmp_path):

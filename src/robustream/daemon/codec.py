@@ -142,7 +142,8 @@ def decode_message(
     except RecursionError:
         raise InvalidMessage("not valid JSON (nested too deeply)") from None
     except ValueError as exc:  # e.g. an integer literal longer than Python's int-digit limit
-        raise InvalidMessage(f"not valid JSON ({exc})") from None
+        reason = str(exc).split("; use sys.set_int_max_str_digits()")[0]  # advice for Python code, not producers
+        raise InvalidMessage(f"not valid JSON ({reason})") from None
     if not isinstance(doc, dict):
         raise InvalidMessage(f"message is {_json_type(doc)}, expected a JSON object")
     if "id" not in doc:

@@ -286,9 +286,11 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
         if kind == "bool":
             return raw if isinstance(raw, bool) else _parse_bool(raw)
         if kind == "csv":
-            # each value is read as on the command line, also from a TOML array: "0" is the number 0
-            # (deploy/robustream.toml); a label that is text of digits is written JSON-quoted, '"1"'
             items = raw if isinstance(raw, list) else str(raw).split(",")
+            if flag == "--labels" and isinstance(raw, list):
+                # TOML's labels keep their types: [0, 1] are numbers, ["0", "1"] text (JSON-quoted here,
+                # so that reading them as on the command line gives the text back)
+                items = [json.dumps(v) if isinstance(v, str) else v for v in items]
             items = [_toml_text(v).strip() for v in items]
             if not items or any(not v for v in items):
                 raise ValueError
@@ -363,9 +365,13 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"--config {config_path}: not valid TOML ({exc})") from None
         known = {_dest(flag) for flag, *_ in SERVE_OPTIONS}
+        written_as: dict[str, str] = {}
         for key, value in raw.items():
             if _dest(key) not in known:
                 raise ValueError(f"--config {config_path}: unknown option {key!r}")
+            if _dest(key) in written_as:  # metrics-port and metrics_port: one option, which would win silently
+                raise ValueError(f"--config {config_path}: {written_as[_dest(key)]!r} and {key!r} set the same option")
+            written_as[_dest(key)] = key
             file_values[_dest(key)] = value
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}

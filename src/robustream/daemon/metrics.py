@@ -21,10 +21,14 @@ from __future__ import annotations
 import bisect
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import (
+    CollectorRegistry, Counter, Gauge, GCCollector, Histogram, PlatformCollector, ProcessCollector,
+    disable_created_metrics, generate_latest,
+)
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -56,6 +60,8 @@ METRIC_NAMES = (
     "robustream_consumer_lag_messages",
     "robustream_model_version",
     "robustream_last_rebuild_timestamp_seconds",
+    "robustream_last_commit_timestamp_seconds",
+    "robustream_broker_last_contact_timestamp_seconds",
     "robustream_rebuild_duration_seconds",
     "robustream_process_duration_seconds",
     "robustream_checkpoint_duration_seconds",
@@ -138,6 +144,10 @@ class DaemonMetrics:
         disable_created_metrics()  # the *_created series only double the exposition's size
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
+        if registry is None:  # the process's memory, CPU, file descriptors and GC, as the default registry has
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
         self.messages = Counter(
             "robustream_messages", "Input messages by outcome: ok (labelled, learned), predict_only (no label), "
             "invalid (failed validation), dead_letter (failed in processing); both kinds go to the dead-letter topic "
@@ -176,18 +186,24 @@ class DaemonMetrics:
             registry=r,
         )  # fmt: skip
         self.margin_width = Gauge("robustream_margin_width", "Margin width after the last rebuild (negative when the "
-                                  "kept rows of the two classes overlap: a soft margin)", registry=r)
+                                  "kept rows of the two classes overlap: a soft margin; NaN for a learner without "
+                                  "one)", registry=r)  # fmt: skip
         self.outlier_rate = Gauge(
             "robustream_outlier_rate", "Fraction (0-1) of the last rebuild's rows discarded as outliers "
             "(ordi: of the recent labelled messages kept back from its classifier; more than two labels: "
-            "the mean over the per-label filters)", registry=r
+            "the mean over the per-label filters; NaN for a learner that discards nothing)", registry=r
         )
         self.prequential_accuracy = Gauge(
             "robustream_prequential_accuracy", "Accuracy (0-1) of predictions on the recent labelled messages "
             "(NaN until this process has scored one)", registry=r,
         )  # fmt: skip
         self.prequential_accuracy.set(math.nan)  # 0 would read as "every prediction wrong"
-        self.coreset_rows = Gauge("robustream_coreset_rows", "Rows in the learner's maintained coreset", registry=r)
+        self.coreset_rows = Gauge("robustream_coreset_rows", "Rows in the learner's maintained coreset (NaN for a "
+                                  "learner without one)", registry=r)  # fmt: skip
+        # 0 would read as "the classes touch" or "nothing is discarded" where the learner has no such value
+        # (River's learners; ordi has no margin); the robustream learners and ordi set theirs
+        for gauge in (self.margin_width, self.outlier_rate, self.coreset_rows):
+            gauge.set(math.nan)
         self.consumer_lag = Gauge(
             "robustream_consumer_lag_messages", "Messages behind the end of each assigned partition", ["partition"],
             registry=r,
@@ -197,6 +213,20 @@ class DaemonMetrics:
         self.last_rebuild = Gauge(
             "robustream_last_rebuild_timestamp_seconds", "Unix time of the last successful rebuild", registry=r
         )
+        # both start at the daemon's start: a daemon that never reaches the brokers, or never commits, ages
+        # from there (alerts RobustreamBrokersUnreachable, RobustreamNotCommitting)
+        self.last_commit = Gauge(
+            "robustream_last_commit_timestamp_seconds", "Unix time of the last checkpoint whose offsets were "
+            "committed: where a restart resumes (the daemon's start until the first)", registry=r,
+        )  # fmt: skip
+        self.broker_contact = Gauge(
+            "robustream_broker_last_contact_timestamp_seconds", "Unix time the brokers last answered: records "
+            "fetched, outputs acknowledged, offsets committed, or a probe of a partition's end offset after 30 s "
+            "without any of these (the daemon's start until the first)", registry=r,
+        )  # fmt: skip
+        started = time.time()
+        self.last_commit.set(started)
+        self.broker_contact.set(started)
         self.rebuild_duration = Histogram(
             "robustream_rebuild_duration_seconds", "Time of one rebuild (inside learn_one)", buckets=REBUILD_BUCKETS,
             registry=r,

@@ -48,6 +48,7 @@ from prometheus_client import start_http_server
 
 from ..learners.ordi import ORDIFilter
 from ..learners.registry import learner_flags, make_learner, trial_learner
+from ..validation import FeatureValueError
 from .checkpoint import CheckpointStore, CheckpointUnreadable, FolderInUse
 from .clients import QuietWhileClosing, close_client
 from .state import StateError, decode_state, encode_state
@@ -68,6 +69,11 @@ _MEMBERSHIP_ERRORS = (CommitFailedError, RebalanceInProgressError, IllegalGenera
 # truncated: a newly elected leader, or a follower read with client_rack, reports a high watermark behind
 # the end for a while.
 PAST_END_SECONDS = 30.0
+# After this long without an answer from the brokers (no records fetched, outputs acknowledged or offsets
+# committed: an idle topic, or brokers that hang, where kafka-python's poll returns nothing and raises
+# nothing) the daemon asks a partition leader for its end offset, waiting at most PROBE_TIMEOUT_MS
+CONTACT_PROBE_SECONDS = 30.0
+PROBE_TIMEOUT_MS = 5000
 OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelled message is flagged
 # Output producer settings that --kafka-option may override. Fewer, larger produce requests: kafka-python
 # pays for each request and each sender wake-up while the message loop waits for the GIL; an output
@@ -121,6 +127,12 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+    # the learners' warnings (a failed rebuild, a fraction that discards most of a class) as log lines of the
+    # same format: printed by Python, they broke the JSON log's one object per line
+    logging.captureWarnings(True)
+    py_warnings = logging.getLogger("py.warnings")
+    py_warnings.handlers[:] = [handler]
+    py_warnings.propagate = False
     kafka_log = logging.getLogger("kafka")
     kafka_handler = logging.StreamHandler(sys.stderr)
     kafka_handler.setFormatter(handler.formatter)
@@ -166,24 +178,30 @@ class _OncePer(logging.Filter):
 
 
 class _RateLimitedLog:
-    """A logger's ``warning``/``error`` through :class:`_OncePer`: each message template once per ``seconds``."""
+    """A logger's ``warning``/``error``/``exception`` through :class:`_OncePer`: each message template once per
+    ``seconds``."""
 
     def __init__(self, logger: logging.Logger, seconds: float):
         self._logger = logger
         self._once = _OncePer(seconds)
 
-    def _log(self, level: int, msg: str, *args: Any) -> None:
+    def _log(self, level: int, msg: str, *args: Any, exc_info: Any = None, fields: dict | None = None) -> None:
         if not self._logger.isEnabledFor(level):
             return
-        record = self._logger.makeRecord(self._logger.name, level, "(daemon)", 0, msg, args, None)
+        extra = None if fields is None else {"fields": fields}  # the JSON log's own keys
+        record = self._logger.makeRecord(self._logger.name, level, "(daemon)", 0, msg, args, exc_info, extra=extra)
         if self._once.filter(record):
             self._logger.handle(record)
 
-    def warning(self, msg: str, *args: Any) -> None:
-        self._log(logging.WARNING, msg, *args)
+    def exception(self, msg: str, *args: Any, fields: dict | None = None) -> None:
+        """``error`` with the traceback of the exception being handled."""
+        self._log(logging.ERROR, msg, *args, exc_info=sys.exc_info(), fields=fields)
 
-    def error(self, msg: str, *args: Any) -> None:
-        self._log(logging.ERROR, msg, *args)
+    def warning(self, msg: str, *args: Any, fields: dict | None = None) -> None:
+        self._log(logging.WARNING, msg, *args, fields=fields)
+
+    def error(self, msg: str, *args: Any, fields: dict | None = None) -> None:
+        self._log(logging.ERROR, msg, *args, fields=fields)
 
 
 def describe(exc: BaseException) -> str:
@@ -298,6 +316,7 @@ class Daemon:
             self._lag_labels: set[str] = set()  # partitions with a consumer-lag gauge
             self._commit_error: KafkaError | None = None
             self._refusals = _RateLimitedLog(log, REPEAT_SECONDS)  # a topic refusing everything: one line a minute
+            self._failures = _RateLimitedLog(log, REPEAT_SECONDS)
             self.model, self.checkpoint_offsets = self._restore(fresh_model)
             self.next_offsets: dict[tuple[str, int], int] = {}  # processed, not yet checkpointed
             self._pending: list[_Output] = []  # sends not yet confirmed
@@ -305,6 +324,7 @@ class Daemon:
             self._newly_assigned: set[TopicPartition] = set()
             self._since_checkpoint = 0
             self._last_checkpoint = time.monotonic()
+            self._last_contact = self._last_probe = time.monotonic()  # (the gauge starts at the start, too)
             self._retry_at = 0.0
             self._backoff = 0.5
             self._recent = collections.deque(maxlen=cfg.accuracy_window)
@@ -466,8 +486,16 @@ class Daemon:
         before = self._rebuild_counts(parts) if parts else (0, 0, 0)
         try:
             out, outcome = self._predict_and_learn(msg, parts)
+        except FeatureValueError as exc:  # a value the learner cannot take (1e200 for a solve): invalid input
+            record = dead_letter(raw, error=f"field 'x': {exc}", topic=topic, partition=partition, offset=offset)
+            self._send(self.cfg.dead_letter_topic, key, encode_json(record), (topic, partition, offset))
+            tally.outcomes["invalid"] += 1
+            return False
         except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
-            log.exception("processing message %s at %s/%d/%d failed", msg.id, topic, partition, offset)
+            # one traceback a minute per kind: a producer sending what always fails must not flood the log
+            self._failures.exception("processing message %s at %s/%d/%d failed: %s", msg.id, topic, partition, offset,
+                                     exc, fields={"event": "processing_failed", "id": msg.id, "topic": topic,
+                                                  "partition": partition, "offset": offset, "error": describe(exc)})
             record = dead_letter(raw, error=f"processing failed: {type(exc).__name__}: {exc}", topic=topic,
                                  partition=partition, offset=offset)  # fmt: skip
             self._send(self.cfg.dead_letter_topic, key, encode_json(record), (topic, partition, offset))
@@ -486,7 +514,9 @@ class Daemon:
         if after[2] > before[2]:
             tally.drifts += after[2] - before[2]
             log.warning("concept drift at %s/%d/%d: the model's error rose, so its coreset and older window rows "
-                        "were dropped (%d drift(s) since the model was created)", topic, partition, offset, after[2])
+                        "were dropped (%d drift(s) since the model was created)", topic, partition, offset, after[2],
+                        extra={"fields": {"event": "concept_drift", "topic": topic, "partition": partition,
+                                          "offset": offset, "drifts": after[2]}})  # fmt: skip
         self._publish_model_gauges()
         if after[0] != before[0]:
             self._last_rebuild_at = time.time()
@@ -570,13 +600,15 @@ class Daemon:
         offsets move on."""
         in_topic, partition, offset = output.source
         why = "too large" if isinstance(exc, _TOO_LARGE) else "refused by the broker"
+        fields = {"topic": in_topic, "partition": partition, "offset": offset, "output_topic": output.topic,
+                  "error": describe(exc)}  # fmt: skip
         if output.minimal or output.topic == self.cfg.dead_letter_topic and not isinstance(exc, _TOO_LARGE):
             self._refusals.error("output of %s/%d/%d to %s dropped: %s (%s)", in_topic, partition, offset,
-                                 output.topic, why, describe(exc))  # fmt: skip
+                                 output.topic, why, describe(exc), fields={"event": "output_dropped", **fields})
             self.metrics.outputs_dropped.inc()
             return
         self._refusals.warning("output of %s/%d/%d to %s %s (%s): dead-lettered instead", in_topic, partition, offset,
-                               output.topic, why, describe(exc))  # fmt: skip
+                               output.topic, why, describe(exc), fields={"event": "output_replaced", **fields})
         self.metrics.outputs_replaced.inc()
         record = dead_letter(None, error=f"output record {why}: {describe(exc)}", topic=in_topic, partition=partition,
                              offset=offset)  # fmt: skip
@@ -670,8 +702,10 @@ class Daemon:
                 self.store.save(self.model, self.checkpoint_offsets, meta)
             except (OSError, ValueError) as exc:  # ValueError: StateError, or a value JSON cannot hold
                 # nothing is committed without its checkpoint: keep processing, retry at the next one
-                log.error("cannot write a checkpoint to %s: %s; retrying in %.1f s", self.cfg.checkpoint_dir, exc,
-                          self._backoff)  # fmt: skip
+                then = "not retried: stopping" if self.stopping else f"retrying in {self._backoff:.1f} s"
+                log.error("cannot write a checkpoint to %s: %s; %s", self.cfg.checkpoint_dir, exc, then,
+                          extra={"fields": {"event": "checkpoint_failed", "error": str(exc),
+                                            "checkpoint_dir": str(self.cfg.checkpoint_dir)}})  # fmt: skip
                 self._failed_step = "writing the checkpoint"
                 self.metrics.checkpoint_failures.inc()
                 # not at every poll: each try encodes the whole model, and a full disk stays full for a while
@@ -706,8 +740,37 @@ class Daemon:
                 return False
             self._record_commits(to_commit)
             self.next_offsets.clear()
+            self._brokers_answered()
         self._backoff = 0.5
+        self.metrics.last_commit.set(time.time())
         return True
+
+    def _brokers_answered(self) -> None:
+        self._last_contact = time.monotonic()
+        self.metrics.broker_contact.set(time.time())
+
+    def _probe_brokers(self) -> None:
+        """After ``CONTACT_PROBE_SECONDS`` without an answer from the brokers, ask the leader of a partition
+        (an assigned one, else the input topic's first) for its end offset: an answer renews
+        ``robustream_broker_last_contact_timestamp_seconds``; none within ``PROBE_TIMEOUT_MS`` counts a broker
+        error and logs (once a minute). Brokers that hang are otherwise silent: kafka-python's poll returns
+        nothing and raises nothing, and the lag gauge keeps its last value."""
+        now = time.monotonic()
+        if self.consumer is None or now - max(self._last_contact, self._last_probe) < CONTACT_PROBE_SECONDS:
+            return
+        self._last_probe = now
+        assigned = sorted(self.consumer.assignment())
+        tp = assigned[0] if assigned else TopicPartition(self.cfg.input_topic, 0)
+        try:
+            self.consumer.end_offsets([tp], timeout_ms=PROBE_TIMEOUT_MS)
+        except (KafkaError, AssertionError, ValueError, TypeError) as exc:
+            self.metrics.broker_errors.inc()
+            silent = time.monotonic() - self._last_contact
+            self._refusals.warning("broker trouble: no answer from the brokers for %.0f s (%s)", silent, describe(exc),
+                                   fields={"event": "broker_unanswered", "seconds": round(silent, 1),
+                                           "error": describe(exc)})  # fmt: skip
+            return
+        self._brokers_answered()
 
     def _on_revoked(self, revoked) -> None:
         # Runs inside poll (on kafka-python's IO thread in 3.x, where blocking consumer calls are not
@@ -825,8 +888,8 @@ class Daemon:
         self._failed_step = what
         self.metrics.broker_errors.inc()
         self._retry_at = time.monotonic() + self._backoff
-        log.warning("broker trouble while %s (%s); retrying in %.1f s", what, describe(exc),
-                    self._backoff)  # fmt: skip
+        log.warning("broker trouble while %s (%s); retrying in %.1f s", what, describe(exc), self._backoff,
+                    extra={"fields": {"event": "broker_trouble", "while": what, "error": describe(exc)}})
         self._backoff = min(self._backoff * 2, 30.0)
 
     def _update_lag(self) -> None:
@@ -972,10 +1035,13 @@ class Daemon:
                     self._broker_trouble("polling", exc)
                     self._stop.wait(min(self._backoff, 1.0))
                     continue
+                if batch:
+                    self._brokers_answered()
                 batch = self._seek_to_checkpoint(batch)
                 if batch:
                     self.process_batch(batch)
                 self._update_lag()
+                self._probe_brokers()
                 due = self._since_checkpoint >= cfg.checkpoint_every or (
                     (self._since_checkpoint or self.next_offsets or self._pending)
                     and time.monotonic() - self._last_checkpoint >= cfg.checkpoint_interval
@@ -1030,9 +1096,13 @@ def run_serve(args, parser=None) -> int:
         return 2
 
     def on_signal(signum, frame):
-        if daemon.stopping:
-            return
-        log.info("signal %d: finishing the batch, then checkpoint, commit and exit", signum)
+        if daemon.stopping:  # a second signal: the operator will not wait (at-least-once: nothing is committed)
+            log.warning("signal %d again: exiting now, without the final checkpoint; a restart resumes from the "
+                        "last one", signum)  # fmt: skip
+            logging.shutdown()
+            os._exit(1)
+        log.info("signal %d: finishing the batch, then checkpoint, commit and exit (a second signal exits at once)",
+                 signum)  # fmt: skip
         daemon.request_stop()
         # bounded: if the graceful path hangs (e.g. broker gone), leave without it
         timer = threading.Timer(cfg.shutdown_timeout, lambda: os._exit(1))
