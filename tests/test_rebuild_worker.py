@@ -440,3 +440,31 @@ def test_with_warnings_as_errors_a_rebuild_solved_here_is_still_applied():
                 os.kill(solve_worker().pid, signal.SIGKILL)
     assert raised == [750]  # the row the killed worker's rebuild was due
     assert _weights(model) == _weights(undisturbed)
+
+
+def test_a_submit_writes_to_an_idle_worker_itself_and_never_waits_for_a_busy_one(monkeypatch):
+    worker = solve_worker()
+    assert worker.submit(int, "1").result(timeout=60) == 1  # started
+
+    class Written:  # the calls pipe as the submitting thread sees it (the writer thread keeps its own)
+        def __init__(self, pipe):
+            self.pipe, self.frames = pipe, 0
+
+        def write(self, frame):
+            self.frames += 1
+            return self.pipe.write(frame)
+
+        def flush(self):
+            self.pipe.flush()
+
+    monkeypatch.setattr(worker, "_calls", here := Written(worker._calls))
+    big = np.ones(200_000)  # 1.6 MB: more than the pipe holds
+    # idle: written by the submitting thread (the writer thread needs the GIL back from a busy stream
+    # after each step: a rebuild's rows reached the worker 10-25 ms late)
+    assert worker.submit(np.sum, big).result(timeout=60) == 200_000.0 and here.frames == 1
+    # busy: handed to the writer thread, so the submit returns at once
+    sleeping = worker.submit(time.sleep, 3)
+    start = time.monotonic()
+    behind = worker.submit(np.sum, big)
+    assert time.monotonic() - start < 2 and here.frames == 2  # (the sleep written here, not the call behind it)
+    assert behind.result(timeout=60) == 200_000.0 and sleeping.done()
