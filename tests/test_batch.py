@@ -604,12 +604,13 @@ def test_wide_sparse_rows_without_a_sketch_are_warned_about(monkeypatch):
     X = sp.random(60, 3000, density=0.01, format="csr", random_state=0)
     y = np.arange(60) % 2 == 0
     monkeypatch.setattr(robustream.batch, "DENSE_TREE_WARN_BYTES", 60 * 3000 * 8 - 1)  # (256 MiB by default)
-    with pytest.warns(UserWarning, match=r"60 x 3000 sparse rows take 0\.00 GiB dense.*sketch_dim='auto'"):
+    with pytest.warns(UserWarning, match=r"60 x 3000 sparse rows take 0\.00 GiB dense.*an int sketch_dim"):
         RGDSVC(random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RGDSVC(random_state=0, sketch_dim="auto").fit(X, y)  # sketched: no dense copy
         RGDSVC(random_state=0).fit(X.toarray(), y)  # dense already
+        RGDSVC(random_state=0, outlier_fraction=0.0).fit(X, y)  # nothing discarded: no tree, no dense copy
 
 
 def test_a_per_class_pair_is_refused_with_more_than_two_classes():

@@ -434,10 +434,19 @@ def test_kafka_options_are_typed_as_kafka_python_expects_and_toml_arrays_keep_th
     assert settings["linger_ms"] == 5 and settings["api_version"] == (2, 5, 0)
     assert settings["receive_buffer_bytes"] == 65536
     path = tmp_path / "c.toml"
-    path.write_text('bootstrap-servers = ["a:9092", "b:9092"]\nlabels = ["0", "1"]\n')
+    path.write_text('bootstrap-servers = ["a:9092", "b:9092"]\nlabels = [0, 1]\n')
     cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
     assert cfg.bootstrap_servers == "a:9092,b:9092"  # was "['a:9092', 'b:9092']"
-    assert cfg.label_values == ["0", "1"]  # TOML's types: text (was read as the numbers 0 and 1)
+    assert cfg.label_values == [0, 1] and type(cfg.label_values[0]) is int
+    # text that reads as a number: the numbers in files written before (deploy/robustream.toml said so), text
+    # by TOML's types; refused rather than guessed either way
+    path.write_text('labels = ["0", "1"]\n')
+    with pytest.raises(ValueError, match=r"^--labels \(from --config .*c.toml\): '0' is text that reads as the int 0: "
+                                         r"write 0 \(no quotes\) for the int, or '\"0\"' for the text$"):  # fmt: skip
+        resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    path.write_text("labels = ['\"1\"', '\"2\"', \"spam\"]\n")  # text of digits: JSON-quoted, as with --labels
+    cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
+    assert cfg.label_values == ["1", "2", "spam"]
     path.write_text('labels = [0, 1, 2.5, "spam"]\n')
     cfg = resolve(build_parser().parse_args(["serve", "--config", str(path)]), environ={})
     assert cfg.label_values == [0, 1, 2.5, "spam"] and type(cfg.label_values[1]) is int

@@ -462,6 +462,15 @@ def test_a_fixed_fraction_that_discards_most_of_a_class_warns_once_not_at_every_
     assert len(texts) == 1 and texts[0].startswith("RGDSVMClassifier: outlier_fraction=0.2 discards most of the "
                                                     "rows labelled False"), texts  # fmt: skip
     assert "noise_model='one_vs_rest'" in texts[0] and caught[0].filename == __file__
+    # with warnings as errors the rebuild is applied before the warning reaches the caller (it was raised
+    # while the rebuild was being set up, after the drift test had changed the state, and nothing was solved)
+    strict = RGDSVMClassifier(rebuild_every=200, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="discards most of the rows labelled False"):
+            for i in range(200):
+                strict.learn_one({"a": X[i, 0], "b": X[i, 1], "c": X[i, 2]}, bool(y[i]))
+    assert strict.n_rebuilds_ == 1 and strict.weights
     for quiet in (RGDSVMClassifier(outlier_fraction=0.05, rebuild_every=200), RGDSVMClassifier(
             outlier_fraction="auto", rebuild_every=200)):  # fmt: skip
         with warnings.catch_warnings():

@@ -468,3 +468,22 @@ def test_a_submit_writes_to_an_idle_worker_itself_and_never_waits_for_a_busy_one
     behind = worker.submit(np.sum, big)
     assert time.monotonic() - start < 2 and here.frames == 2  # (the sleep written here, not the call behind it)
     assert behind.result(timeout=60) == 200_000.0 and sleeping.done()
+
+
+def test_a_call_interrupted_while_written_stops_the_worker_instead_of_leaving_it_out_of_step(monkeypatch):
+    worker = solve_worker()
+    assert worker.submit(int, "1").result(timeout=60) == 1
+
+    class Interrupted:  # a Ctrl-C while a call larger than the pipe is half written
+        def write(self, frame):
+            raise KeyboardInterrupt
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(worker, "_calls", Interrupted())
+    with pytest.raises(KeyboardInterrupt):
+        worker.submit(np.sum, np.ones(10))
+    assert not worker.alive and "interrupted while being written" in worker.failure
+    monkeypatch.undo()
+    assert solve_worker() is not worker and solve_worker().submit(int, "7").result(timeout=60) == 7  # a new one

@@ -51,6 +51,11 @@ def _best_scored(scores: dict[float, float]) -> float:
     return min(r for r, s in scores.items() if s == best)
 
 
+def _shown(label: Any) -> str:
+    """A class label as a warning names it: ``False``, ``'spam'`` (not ``np.False_``)."""
+    return repr(label.item() if isinstance(label, np.generic) else label)
+
+
 class RGDSVC(ClassifierMixin, BaseEstimator):
     """Linear SVM with explicit outlier removal: RGD-tree search, convex polish, trim and refit.
 
@@ -271,12 +276,13 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         X = as_rows(X)  # once: the solves and the Gram matrices they share read the same rows
         dense_bytes = 8 * X.shape[0] * X.shape[1]
-        if sp.issparse(X) and dense_bytes > DENSE_TREE_WARN_BYTES and resolve_sketch_dim(
+        no_tree = not isinstance(self.outlier_fraction, str) and not np.any(self.outlier_fraction)  # discards none
+        if sp.issparse(X) and dense_bytes > DENSE_TREE_WARN_BYTES and not no_tree and resolve_sketch_dim(
                 self.sketch_dim, X.shape[1], X.shape[0], True) is None:  # fmt: skip
             warnings.warn(f"RGDSVC: the RGD-tree works on dense rows, and these {X.shape[0]} x {X.shape[1]} sparse "
-                          f"rows take {dense_bytes / 2**30:.2f} GiB dense (the peak is a few times that); "
-                          "sketch_dim='auto' runs the tree on a 128-dimensional sketch of them (the polish stays in "
-                          "full dimension)", UserWarning, stacklevel=2)  # fmt: skip
+                          f"rows take {dense_bytes / 2**30:.2f} GiB dense (the peak is a few times that); an int "
+                          "sketch_dim (e.g. 128; 'auto' sketches from 513 features) runs the tree on a sketch of them "
+                          "(the polish stays in full dimension)", UserWarning, stacklevel=2)  # fmt: skip
         if isinstance(self.outlier_fraction, str):  # "auto" (checked above); an array pair compares per item
             self.outlier_fraction_, self.auto_scores_, self.auto_sides_ = self._pick_outlier_fraction(X, y, seed)
         else:
@@ -322,10 +328,11 @@ class RGDSVC(ClassifierMixin, BaseEstimator):
                 fractions = per_class_outlier_fractions(float(outlier_fraction), n_pos, y_pm.size - n_pos,
                                                         noise_model)  # fmt: skip
                 if is_real(self.outlier_fraction):  # the user's own rate ("auto"'s probes keep "auto")
-                    labels = (self.classes_[1], self.classes_[0]) if self.classes_.size == 2 else (
-                        self.classes_[k], "the rest")
+                    two = self.classes_.size == 2
+                    names = (_shown(self.classes_[1]), _shown(self.classes_[0])) if two else (
+                        _shown(self.classes_[k]), "with any other class")  # fmt: skip
                     message = discarding_warning("RGDSVC", float(outlier_fraction), fractions, n_pos,
-                                                 y_pm.size - n_pos, labels)  # fmt: skip
+                                                 y_pm.size - n_pos, names, pair_hint=two)  # fmt: skip
                     if message:
                         warnings.warn(message, UserWarning, stacklevel=3)
             else:

@@ -178,12 +178,14 @@ def discards_most_of_a_class(fractions: tuple[float, float], n_pos: int, n_neg: 
 
 
 def discarding_warning(who: str, flip_rate: float, fractions: tuple[float, float], n_pos: int, n_neg: int,
-                       labels: tuple = (True, False), one_vs_rest_hint: bool = False) -> str | None:
+                       labels: tuple[str, str] = ("True", "False"), one_vs_rest_hint: bool = False,
+                       pair_hint: bool = True) -> str | None:
     """The warning for a fixed ``outlier_fraction`` whose per-class ``fractions`` discard most of an
     observed class (:func:`discards_most_of_a_class`), else None. The uniform-flip model reads a class
     not much larger than the flip rate as mostly wrong labels: right when it is (w8a at 15% flips),
     a near-constant classifier when the class is simply rare. The text holds no counts, so Python's
-    default filter shows it once per place and setting, not at every rebuild.
+    default filter shows it once per place and setting, not at every rebuild. ``labels``: how to name
+    the positive and the negative rows.
 
     >>> print(discarding_warning("RGDSVC", 0.2, per_class_outlier_fractions(0.2, 200, 800), 200, 800))
     RGDSVC: outlier_fraction=0.2 discards most of the rows labelled True, the smaller class: ...
@@ -195,12 +197,12 @@ def discarding_warning(who: str, flip_rate: float, fractions: tuple[float, float
     share_pos = math.floor(fractions[0] * n_pos + 1e-9) / max(n_pos, 1)
     share_neg = math.floor(fractions[1] * n_neg + 1e-9) / max(n_neg, 1)
     label = labels[0] if share_pos >= share_neg else labels[1]
-    label = label.item() if isinstance(label, np.generic) else label  # True, not np.True_
+    pair = " or a (positive, negative) pair" if pair_hint else ""
     hint = "; inside a one-vs-rest model, noise_model='one_vs_rest'" if one_vs_rest_hint else ""
-    return (f"{who}: outlier_fraction={flip_rate:g} discards most of the rows labelled {label!r}, the smaller class: "
+    return (f"{who}: outlier_fraction={flip_rate:g} discards most of the rows labelled {label}, the smaller class: "
             "if labels flipped uniformly at that rate, most of that class's labels would be wrong. If the class is "
             "simply rare, the model is near-constant: set outlier_fraction='auto' (it checks which is the case), "
-            f"a smaller fraction or a (positive, negative) pair{hint}")
+            f"a smaller fraction{pair}{hint}")
 
 
 # where "auto" may put the wrong labels of a two-class problem: both classes (the uniform-flip model of

@@ -265,7 +265,26 @@ _INT_SETTINGS = frozenset({"receive_buffer_bytes", "send_buffer_bytes"})
 _OBJECT_SETTINGS = frozenset({"ssl_context", "sasl_oauth_token_provider"})
 
 
+def _check_toml_labels(raw: list, source: str) -> None:
+    """TOML's labels keep their types: ``[0, 1]`` are numbers, ``["no", "yes"]`` text. Text that reads as
+    a number or a boolean is refused, not guessed: ``["0", "1"]`` meant the numbers 0 and 1 in files
+    written before (deploy/robustream.toml), so reading it either way would change someone's labels."""
+    for v in raw:
+        if not isinstance(v, str):
+            continue
+        try:
+            value = parse_value(v.strip())
+        except ValueError:
+            continue
+        if not isinstance(value, str) and value is not None:
+            raise ValueError(f"--labels (from {source}): {v!r} is text that reads as the {type(value).__name__} "
+                             f"{json.dumps(value)}: write {json.dumps(value)} (no quotes) for the "
+                             f"{type(value).__name__}, or '\"{v}\"' for the text")  # fmt: skip
+
+
 def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
+    if flag == "--labels" and isinstance(raw, list):
+        _check_toml_labels(raw, source)
     try:
         if raw is None:
             return None
@@ -287,11 +306,7 @@ def _convert(flag: str, kind: str, raw: Any, source: str) -> Any:
             return raw if isinstance(raw, bool) else _parse_bool(raw)
         if kind == "csv":
             items = raw if isinstance(raw, list) else str(raw).split(",")
-            if flag == "--labels" and isinstance(raw, list):
-                # TOML's labels keep their types: [0, 1] are numbers, ["0", "1"] text (JSON-quoted here,
-                # so that reading them as on the command line gives the text back)
-                items = [json.dumps(v) if isinstance(v, str) else v for v in items]
-            items = [_toml_text(v).strip() for v in items]
+            items = [_toml_text(v).strip() for v in items]  # (TOML labels: checked by _check_toml_labels)
             if not items or any(not v for v in items):
                 raise ValueError
             return items

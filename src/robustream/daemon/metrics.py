@@ -221,8 +221,8 @@ class DaemonMetrics:
         )  # fmt: skip
         self.broker_contact = Gauge(
             "robustream_broker_last_contact_timestamp_seconds", "Unix time the brokers last answered: records "
-            "fetched, outputs acknowledged, offsets committed, or a probe of a partition's end offset after 30 s "
-            "without any of these (the daemon's start until the first)", registry=r,
+            "fetched, offsets committed, or a probe of a partition's end offset after 30 s without either (the "
+            "daemon's start until the first)", registry=r,
         )  # fmt: skip
         started = time.time()
         self.last_commit.set(started)

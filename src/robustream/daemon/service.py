@@ -69,9 +69,9 @@ _MEMBERSHIP_ERRORS = (CommitFailedError, RebalanceInProgressError, IllegalGenera
 # truncated: a newly elected leader, or a follower read with client_rack, reports a high watermark behind
 # the end for a while.
 PAST_END_SECONDS = 30.0
-# After this long without an answer from the brokers (no records fetched, outputs acknowledged or offsets
-# committed: an idle topic, or brokers that hang, where kafka-python's poll returns nothing and raises
-# nothing) the daemon asks a partition leader for its end offset, waiting at most PROBE_TIMEOUT_MS
+# After this long without an answer from the brokers (no records fetched, no offsets committed: an idle
+# topic, or brokers that hang, where kafka-python's poll returns nothing and raises nothing) the daemon asks
+# a partition leader for its end offset, waiting at most PROBE_TIMEOUT_MS
 CONTACT_PROBE_SECONDS = 30.0
 PROBE_TIMEOUT_MS = 5000
 OUTLIER_THRESHOLD = 1.0  # margin units on the wrong side beyond which a labelled message is flagged
@@ -129,9 +129,11 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
     root.propagate = False
     # the learners' warnings (a failed rebuild, a fraction that discards most of a class) as log lines of the
     # same format: printed by Python, they broke the JSON log's one object per line
+    logging.captureWarnings(False)  # (re)installed: a capture left on by an earlier call may have been undone since
     logging.captureWarnings(True)
     py_warnings = logging.getLogger("py.warnings")
     py_warnings.handlers[:] = [handler]
+    py_warnings.setLevel(level.upper())
     py_warnings.propagate = False
     kafka_log = logging.getLogger("kafka")
     kafka_handler = logging.StreamHandler(sys.stderr)
@@ -764,11 +766,14 @@ class Daemon:
         try:
             self.consumer.end_offsets([tp], timeout_ms=PROBE_TIMEOUT_MS)
         except (KafkaError, AssertionError, ValueError, TypeError) as exc:
+            # (also when the input topic does not exist and nothing is assigned: kafka-python then waits for its
+            # metadata until the timeout; such a member has nothing to do either)
             self.metrics.broker_errors.inc()
             silent = time.monotonic() - self._last_contact
-            self._refusals.warning("broker trouble: no answer from the brokers for %.0f s (%s)", silent, describe(exc),
+            self._refusals.warning("broker trouble: no answer from the brokers for %.0f s (asked for the end of %s/%d: "
+                                   "%s)", silent, tp.topic, tp.partition, describe(exc),
                                    fields={"event": "broker_unanswered", "seconds": round(silent, 1),
-                                           "error": describe(exc)})  # fmt: skip
+                                           "topic": tp.topic, "partition": tp.partition, "error": describe(exc)})
             return
         self._brokers_answered()
 

@@ -604,6 +604,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         if fit is None:
             _warn_failed_rebuild(type(self), context.get("error", "?"))
             self.n_failed_rebuilds_ += 1
+            _warn_about_parameters(context)
             return False
         coef, intercept, outlier_mask, row_weight, width, unit = fit
         signs = snapshot["signs"]
@@ -623,6 +624,7 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         self._support = [(rows[i], w) for i, w in zip(support.tolist(), row_weight[support].tolist())]
         self._after_fit(context)
         self.n_rebuilds_ += 1
+        _warn_about_parameters(context)
         return True
 
     def _fit_context(self, n_pos: int, n_neg: int, matrix: tuple | None = None) -> dict:
@@ -838,6 +840,14 @@ def _warn_failed_rebuild(cls, reason: str) -> None:
                   RuntimeWarning, stacklevel=_caller_level())  # fmt: skip
 
 
+def _warn_about_parameters(context: dict) -> None:
+    """The warning a subclass's :meth:`~RebuildingLinearClassifier._fit_context` left for this rebuild
+    (``context["warning"]``, e.g. a fixed outlier fraction that discards most of a class), raised once the
+    rebuild is applied: with warnings as errors the model is complete when it reaches the caller."""
+    if context.get("warning"):
+        warnings.warn(context["warning"], UserWarning, stacklevel=_caller_level())
+
+
 def _caller_level() -> int:
     """``stacklevel`` of the first frame outside robustream (the user's ``learn_one`` call), counted
     from the ``warnings.warn`` of the caller."""
@@ -895,7 +905,7 @@ def _unusable_reason(coef: np.ndarray, X) -> str:
     with np.errstate(**_FP_POLICY):
         largest = float(np.max(np.abs(values))) if values.size else 0.0
     what = "not finite" if not np.all(np.isfinite(coef)) else "zero up to rounding"
-    if not 1e-3 <= largest <= 1e3:
+    if largest > 0.0 and not 1e-3 <= largest <= 1e3:  # (every value zero: no direction, whatever the scale)
         return (f"the solution is {what}: the features are far from unit scale (largest |value| {largest:.3g}; "
                 "standardise them)")
     if what == "not finite":

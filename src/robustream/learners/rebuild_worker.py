@@ -145,10 +145,12 @@ def _interpreter_flags() -> list[str]:
 class SolveWorker:
     """The parent's handle on one worker process: :meth:`submit` returns a ``concurrent.futures.Future``.
 
-    Calls run one at a time, in submission order. A call to an idle worker is written to its pipe by
-    the submitting thread; one behind a call still running goes through a writer thread, so that a
-    submit never waits for the worker. ``cpu_seconds`` is the worker's CPU time spent in the calls so
-    far (what a benchmark reports as the cost of the background solves).
+    Calls run one at a time, in the order they reach the pipe (answers are matched to calls by id). A
+    call to an idle worker is written to its pipe by the submitting thread (at once if it fits the pipe,
+    1 MiB on Linux; a larger one while the idle worker reads it); one behind a call still running goes
+    through a writer thread, so that a submit never waits for a busy worker. ``cpu_seconds`` is the
+    worker's CPU time spent in the calls so far (what a benchmark reports as the cost of the background
+    solves).
     """
 
     def __init__(self) -> None:
@@ -217,6 +219,9 @@ class SolveWorker:
                 self._calls.flush()
             except (OSError, ValueError) as exc:  # the worker is gone: its calls fail with WorkerUnavailable
                 self._stop(f"stopped ({exc!r})")
+            except BaseException:  # a Ctrl-C while a call larger than the pipe was half written: the worker
+                self._stop("stopped: a call to it was interrupted while being written")  # would read out of step
+                raise
             finally:
                 self._write_lock.release()
         else:  # busy with another call (several learners share the worker): never block the stream on it

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,7 +39,6 @@ from .base import (
     DRIFT_THRESHOLD,
     AlignedWeights,
     RebuildingLinearClassifier,
-    _caller_level,
     _decode_row,
     _encode_row,
     is_integer,
@@ -299,11 +297,12 @@ class RGDSVMClassifier(RebuildingLinearClassifier):
         # the tree of a rebuild is rooted at the previous solution of its fraction (once there is one)
         if self.outlier_fraction != "auto":
             fractions = per_class_outlier_fractions(self.outlier_fraction, n_pos, n_neg, self.noise_model)
+            context = {"fractions": [fractions], "previous": [self._previous(self.weights)]}
             message = discarding_warning(type(self).__qualname__, self.outlier_fraction, fractions, n_pos, n_neg,
                                          one_vs_rest_hint=self.noise_model == "binary")  # fmt: skip
             if message:
-                warnings.warn(message, UserWarning, stacklevel=_caller_level())
-            return {"fractions": [fractions], "previous": [self._previous(self.weights)]}
+                context["warning"] = message  # raised once the rebuild is applied
+            return context
         side = self.flip_side_
         per_class = [self._side_fractions(r, side, n_pos, n_neg) for r in AUTO_RATES]
         # fractions that would discard most of a class are solved (their errors keep being tracked)
