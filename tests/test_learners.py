@@ -1724,3 +1724,13 @@ def test_a_checksummed_file_of_another_structure_is_refused_as_such(tmp_path):
         persist.dump(bad, tmp_path / f"bad{i}.json")  # a valid checksum over the wrong content
         with pytest.raises(persist.CorruptModelError, match=rf"bad{i}\.json: not a RGDSVMClassifier this version can read"):
             RGDSVMClassifier.load(tmp_path / f"bad{i}.json")
+
+
+@pytest.mark.parametrize("cls", [RGDSVMClassifier, CoresetSVMClassifier, RampSVMClassifier])
+def test_a_sample_weight_is_refused_naming_the_learner(cls):
+    model = cls()
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}\.learn_one takes no 'w': sample weights are not supported"):
+        model.learn_one({"a": 1.0}, True, w=2.0)  # was: "RebuildingLinearClassifier.learn_one() got an unexpected ..."
+    assert len(model._buffer.window) == 0  # nothing learned
+    model.learn_one({"a": 1.0}, True)
+    assert len(model._buffer.window) == 1

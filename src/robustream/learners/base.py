@@ -367,7 +367,10 @@ class RebuildingLinearClassifier(base.MiniBatchClassifier):
         return -sign * self.decision_one(x) / self._margin_unit
 
     # -- learning -------------------------------------------------------------------------------
-    def learn_one(self, x: dict, y: Any) -> None:
+    def learn_one(self, x: dict, y: Any, **kwargs) -> None:
+        if kwargs:  # River's sample weight (learn_one(x, y, w=2.0)): Python's TypeError named the base class
+            raise TypeError(f"{type(self).__name__}.learn_one takes no {', '.join(map(repr, kwargs))}: sample "
+                            "weights are not supported, every row counts once")
         if type(x) is not dict:
             check_features(x)
         sign = label_sign(y, type(self).__name__)
