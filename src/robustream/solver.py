@@ -164,6 +164,17 @@ def per_class_outlier_fractions(
     return min(g_pos, 0.95), min(g_neg, 0.95)
 
 
+def largest_value(X) -> float:
+    """The largest absolute value of the rows ``X`` (dense or sparse), 0 for none; NaN when any is NaN.
+
+    >>> largest_value(np.array([[1.0, -3.0], [0.5, 2.0]])), largest_value(sp.csr_matrix((0, 4)))
+    (3.0, 0.0)
+    """
+    values = X.data if sp.issparse(X) else X
+    with np.errstate(invalid="ignore"):
+        return float(np.max(np.abs(values))) if values.size else 0.0
+
+
 def discards_most_of_a_class(fractions: tuple[float, float], n_pos: int, n_neg: int) -> bool:
     """True when the per-class ``fractions`` would discard more than half of an observed class (as
     :func:`solve` counts, ``floor(gamma_c n_c)`` rows): such a class would mostly hold the other one,
@@ -868,8 +879,7 @@ def solve(
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError("both classes need at least one row")
-    values = X.data if sp.issparse(X) else X
-    largest = float(np.max(np.abs(values))) if values.size else 0.0  # NaN when any value is NaN
+    largest = largest_value(X)
     if not math.isfinite(largest):
         raise ValueError("X contains NaN or infinite values")
     if largest > 0.0 and not VALUE_RANGE[0] <= largest <= VALUE_RANGE[1]:

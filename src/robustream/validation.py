@@ -160,8 +160,8 @@ def refuse_values_beyond(row: dict, limit: float, what: str) -> None:
     # the norm (C speed, without overflow) is at least the largest |value|: most rows end the test there
     if math.hypot(*row.values()) > limit and (too_large := [k for k, v in row.items() if abs(v) > limit]):
         k = too_large[0]
-        raise FeatureValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} {what} can "
-                         "take; rescale the features (for example, standardise them)")
+        raise FeatureValueError(f"feature {k!r} is {row[k]:g}, larger in absolute value than the {limit:g} {what} "
+                                "can take; rescale the features (for example, standardise them)")
 
 
 def warn_stopped_at_cap(what: str, cap_name: str, cap: int, tol: float) -> None:

@@ -480,28 +480,22 @@ class Daemon:
         try:
             msg = self._decode(raw)
         except InvalidMessage as exc:
-            record = dead_letter(raw, error=str(exc), topic=topic, partition=partition, offset=offset)
-            self._send(self.cfg.dead_letter_topic, key, encode_json(record), (topic, partition, offset))
-            tally.outcomes["invalid"] += 1
+            self._dead_letter(raw, key, (topic, partition, offset), str(exc), "invalid")
             return False
         parts = _binary_parts(self.model) if self._parts_may_change else self._parts
         before = self._rebuild_counts(parts) if parts else (0, 0, 0)
         try:
             out, outcome = self._predict_and_learn(msg, parts)
         except FeatureValueError as exc:  # a value the learner cannot take (1e200 for a solve): invalid input
-            record = dead_letter(raw, error=f"field 'x': {exc}", topic=topic, partition=partition, offset=offset)
-            self._send(self.cfg.dead_letter_topic, key, encode_json(record), (topic, partition, offset))
-            tally.outcomes["invalid"] += 1
+            self._dead_letter(raw, key, (topic, partition, offset), f"field 'x': {exc}", "invalid")
             return False
         except Exception as exc:  # noqa: BLE001 - the daemon never crashes on input
             # one traceback a minute per kind: a producer sending what always fails must not flood the log
             self._failures.exception("processing message %s at %s/%d/%d failed: %s", msg.id, topic, partition, offset,
                                      exc, fields={"event": "processing_failed", "id": msg.id, "topic": topic,
                                                   "partition": partition, "offset": offset, "error": describe(exc)})
-            record = dead_letter(raw, error=f"processing failed: {type(exc).__name__}: {exc}", topic=topic,
-                                 partition=partition, offset=offset)  # fmt: skip
-            self._send(self.cfg.dead_letter_topic, key, encode_json(record), (topic, partition, offset))
-            tally.outcomes["dead_letter"] += 1
+            self._dead_letter(raw, key, (topic, partition, offset), f"processing failed: {type(exc).__name__}: {exc}",
+                              "dead_letter")  # fmt: skip
             return False
         self._send(self.cfg.predictions_topic, key, out, (topic, partition, offset))
         tally.outcomes[outcome] += 1
@@ -524,6 +518,15 @@ class Daemon:
             self._last_rebuild_at = time.time()
             self.metrics.last_rebuild.set(self._last_rebuild_at)
         return after[:2] != before[:2]
+
+    def _dead_letter(self, raw: bytes | None, key: bytes | None, source: tuple[str, int, int], error: str,
+                     outcome: str) -> None:
+        """Queue the dead letter of the input message at ``source`` (topic, partition, offset) and count its
+        outcome (``invalid`` or ``dead_letter``)."""
+        topic, partition, offset = source
+        record = dead_letter(raw, error=error, topic=topic, partition=partition, offset=offset)
+        self._send(self.cfg.dead_letter_topic, key, encode_json(record), source)
+        self._tally.outcomes[outcome] += 1
 
     def _predict_and_learn(self, msg, parts: list) -> tuple[bytes, str]:
         """The encoded prediction record and the outcome (ok: labelled and learned; predict_only).

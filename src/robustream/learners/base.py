@@ -25,7 +25,7 @@ from .. import persist
 from ..blas import single_threaded_blas
 from ..coreset import DenseRow, RowBuffer, key_order, pack_rows, unpack_rows
 from ..kernels.dot import exact_dot
-from ..solver import NEGLIGIBLE_W2, negligible_direction, row_offset
+from ..solver import NEGLIGIBLE_W2, largest_value, negligible_direction, row_offset
 from ..validation import (
     FeatureValueError, check_features, check_length, is_integer, is_real, non_number_message, numeric_row,
     refuse_values_beyond,
@@ -904,9 +904,7 @@ def _unusable_reason(coef: np.ndarray, X) -> str:
     """Why a solution ``coef`` that is not finite or :func:`_negligible` cannot be used, for the
     rebuild's warning: feature scale is named only where the rows are far from unit scale (a
     constant that fits best, as when one class is rare, says nothing about scaling)."""
-    values = X.data if sp.issparse(X) else X
-    with np.errstate(**_FP_POLICY):
-        largest = float(np.max(np.abs(values))) if values.size else 0.0
+    largest = largest_value(X)
     what = "not finite" if not np.all(np.isfinite(coef)) else "zero up to rounding"
     if largest > 0.0 and not 1e-3 <= largest <= 1e3:  # (every value zero: no direction, whatever the scale)
         return (f"the solution is {what}: the features are far from unit scale (largest |value| {largest:.3g}; "
